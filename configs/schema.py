@@ -1,0 +1,104 @@
+"""The recipe: one YAML file validated by these models before any work starts.
+
+Every model forbids unknown keys, so a typo fails with the field's full path
+(`extract.langid.min_scor: Extra inputs are not permitted`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from configs.base import StrictModel
+from configs.html import BoilerplateConfig, HtmlTextConfig
+
+LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
+
+
+class InputConfig(StrictModel):
+    paths: list[str] = Field(min_length=1, description="files, directories or globs; local paths or fsspec URLs")
+    source: str = Field("commoncrawl", min_length=1, description="value of the `source` column")
+    storage_options: dict = Field(default_factory=dict, description="passed to fsspec (e.g. S3 credentials)")
+
+
+class LangIdConfig(StrictModel):
+    model_path: str | None = Field(None, description="fastText lid.176 model; default <data_dir>/lid/lid.176.ftz")
+    languages: list[LanguageCode] = Field(default_factory=list, description="keep only these; empty keeps all")
+    min_score: float = Field(0.3, ge=0.0, le=1.0, description="drop documents whose top language score is lower")
+    max_chars: int = Field(4000, gt=0, description="characters of each document given to the classifier")
+
+
+class UrlFilterConfig(StrictModel):
+    blocked_domains: list[str] = Field(default_factory=list, description="a domain blocks itself and its subdomains")
+    blocklist_files: list[str] = Field(default_factory=list,
+                                       description="one domain per line, or Adblock `||domain^` rules; .gz allowed; "
+                                                   "`{data_dir}` stands for the shared data directory")
+    blocked_url_words: list[str] = Field(default_factory=list, description="drop URLs containing any of these")
+
+
+class ExtractConfig(StrictModel):
+    html: HtmlTextConfig = Field(default_factory=HtmlTextConfig)
+    boilerplate: BoilerplateConfig = Field(default_factory=BoilerplateConfig)
+    langid: LangIdConfig = Field(default_factory=LangIdConfig)
+    url_filter: UrlFilterConfig = Field(default_factory=UrlFilterConfig)
+    max_payload_bytes: int = Field(8 << 20, gt=0, description="larger HTTP payloads are skipped as `oversize_payload`")
+    min_text_chars: int = Field(1, ge=0, description="shorter extracted texts are dropped as `too_short`")
+
+
+class DaskConfig(StrictModel):
+    address: str | None = Field(None, description="tcp://host:port of an existing scheduler; None starts a LocalCluster")
+    n_workers: int | None = Field(None, gt=0, description="LocalCluster worker processes; None = number of cores")
+    threads_per_worker: int = Field(1, gt=0)
+
+
+class MlflowConfig(StrictModel):
+    experiment: str = Field("sluice", min_length=1)
+    tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
+
+
+class Recipe(StrictModel):
+    name: str = Field(min_length=1)
+    store: str = Field(".state/store", description="root of the content-addressed stage store (path or fsspec URL)")
+    data_dir: str | None = Field(None, description="shared third-party data; default SLUICE_DATA_DIR or ../shared/data")
+    input: InputConfig
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    dask: DaskConfig = Field(default_factory=DaskConfig)
+    mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
+
+    @field_validator("store")
+    @classmethod
+    def _store_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("store must name a directory or URL")
+        return value
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be used; the message names the file and each bad field."""
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RecipeError(f"recipe {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise RecipeError(f"recipe {path} is not valid YAML: {error}") from None
+    return parse_recipe(raw, origin=str(path))
+
+
+def parse_recipe(raw: object, origin: str = "<recipe>") -> Recipe:
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{origin}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        return Recipe.model_validate(raw)
+    except ValidationError as error:
+        problems = "\n".join(
+            f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
+            + (f" (got {issue['input']!r})" if issue["type"] != "missing" and not isinstance(issue["input"], dict) else "")
+            for issue in error.errors()
+        )
+        raise RecipeError(f"{origin}: invalid recipe\n{problems}") from None

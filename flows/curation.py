@@ -1,0 +1,30 @@
+"""The curation pipeline flow: the stages in order, one MLflow run, one Dask cluster for all of them."""
+from __future__ import annotations
+
+import mlflow
+import yaml
+from prefect import flow, get_run_logger
+from prefect_dask import DaskTaskRunner
+
+from configs.schema import Recipe
+from flows.dask_cluster import dask_cluster
+from flows.extract_stage import extract_stage_flow
+from flows.tracking import flatten, use_experiment
+from storage.fs import resolve_store
+
+
+@flow(name="sluice-curation", log_prints=True)
+def curation_flow(recipe: Recipe) -> dict:
+    """Run the recipe's stages; returns each stage's summary plus the MLflow run id."""
+    logger = get_run_logger()
+    recipe = recipe.model_copy(update={"store": resolve_store(recipe.store)})
+    tracking = use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)
+    with mlflow.start_run(run_name=recipe.name) as run, dask_cluster(recipe.dask) as address:
+        logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)
+        mlflow.log_params(flatten("", recipe.model_dump(mode="json")))
+        mlflow.log_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False), "recipe.yaml")
+        mlflow.set_tags({"sluice.recipe": recipe.name, "sluice.kind": "curation"})
+        runner = DaskTaskRunner(address=address)
+        extract = extract_stage_flow.with_options(task_runner=runner)(recipe)
+    return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
+            "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": {"extract": extract}}

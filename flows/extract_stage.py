@@ -1,0 +1,92 @@
+"""The extraction stage as a Prefect subflow: one mapped task per WARC shard on the Dask task runner."""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+from prefect import flow, get_run_logger, task, unmapped
+from prefect.futures import as_completed
+
+from configs.schema import ExtractConfig, Recipe
+from flows.reporting import publish_stage_report
+from storage.fs import expand_inputs, file_fingerprint
+from storage.locations import shared_data_dir
+from storage.manifest import Manifest, ShardEntry, sha256_file
+from storage.stage_store import StageStore, source_digest, stage_fingerprint
+from tasks.extract.langid import resolve_model_path
+from tasks.extract.shard import ShardJob, extract_shard
+from tasks.stats import StageStats
+
+STAGE = "extract"
+SHARD_SUFFIXES = (".warc.gz", ".warc.lz4", ".warc.zst", ".warc", ".wet.gz", ".wet", ".arc.gz", ".arc")
+
+
+@task(name="extract-shard", retries=1, retry_delay_seconds=2, task_run_name="extract {job.warc_name}")
+def extract_shard_task(job: ShardJob, config: ExtractConfig) -> dict:
+    return extract_shard(job, config, get_run_logger())
+
+
+@flow(name="extract", log_prints=True)
+def extract_stage_flow(recipe: Recipe) -> dict:
+    """Extract every input file into a document shard; skipped entirely when the stage's manifest exists."""
+    logger = get_run_logger()
+    inputs = expand_inputs(recipe.input.paths, storage_options=recipe.input.storage_options)
+    data_dir = recipe.data_dir or str(shared_data_dir())
+    lid_model = resolve_model_path(recipe.extract.langid.model_path, data_dir)
+    extract_config = _with_data_dir(recipe.extract, data_dir)
+    config = extract_config.model_dump(mode="json") | {"source": recipe.input.source}
+    input_identities = [file_fingerprint(url, recipe.input.storage_options) for url in inputs]
+    code_version = source_digest("tasks.extract", "tasks.stats", "storage")
+    fingerprint = stage_fingerprint(STAGE, config, input_identities, code_version)
+    store = StageStore(recipe.store)
+    cached = store.find(STAGE, fingerprint)
+    if cached is not None:
+        logger.info("extract: %d shards already done in %s (fingerprint %s), skipping",
+                    len(cached.shards), store.stage_dir(STAGE, fingerprint), fingerprint)
+        return publish_stage_report(recipe, cached, store.manifest_url(STAGE, fingerprint), [], cached=True)
+
+    stage_dir = store.stage_dir(STAGE, fingerprint)
+    jobs = [ShardJob(url, f"{stage_dir}/shards/{_shard_name(url)}.parquet", recipe.input.source, lid_model,
+                     tuple(sorted(recipe.input.storage_options.items())))
+            for url in inputs]
+    logger.info("extract: %d input files -> %s", len(jobs), stage_dir)
+    started = time.perf_counter()
+    futures = extract_shard_task.map(jobs, config=unmapped(extract_config))
+    results, total = [], StageStats()
+    for done, future in enumerate(as_completed(futures), start=1):
+        shard = future.result()
+        results.append(shard)
+        total.merge(StageStats.from_dict(shard))
+        logger.info("extract: %d/%d shards, %d records, %d docs kept, %d dropped, %d problems",
+                    done, len(jobs), total.records_read, total.documents_out, sum(total.drops.values()),
+                    sum(total.problems.values()))
+    results.sort(key=lambda shard: shard["input"])
+    wall = time.perf_counter() - started
+    manifest = Manifest(
+        stage=STAGE, fingerprint=fingerprint, config=config, code_version=code_version,
+        parents=input_identities,
+        shards=[ShardEntry(path=os.path.relpath(shard["output"], stage_dir), bytes=shard["output_bytes"],
+                           sha256=sha256_file(shard["output"]), documents=shard["documents_out"],
+                           source=shard["input"]) for shard in results],
+        stats=total.to_dict() | {"wall_seconds": round(wall, 3),
+                                 "docs_per_second_wall": round(total.candidates / wall, 2) if wall else 0.0},
+    )
+    manifest_url = store.publish(manifest)
+    return publish_stage_report(recipe, manifest, manifest_url, results, cached=False)
+
+
+def _with_data_dir(config: ExtractConfig, data_dir: str) -> ExtractConfig:
+    """Expand `{data_dir}` in blocklist paths so recipes need not hard-code where the shared data lives."""
+    files = [path.replace("{data_dir}", data_dir) for path in config.url_filter.blocklist_files]
+    return config.model_copy(update={"url_filter": config.url_filter.model_copy(update={"blocklist_files": files})})
+
+
+def _shard_name(url: str) -> str:
+    """Input file name without its archive suffix, plus a short hash of the full URL so equal names don't clash."""
+    name = os.path.basename(url)
+    for suffix in SHARD_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return f"{name}-{hashlib.sha1(url.encode()).hexdigest()[:8]}"

@@ -1,0 +1,46 @@
+"""MLflow reporting for stages: metrics, params and the stats/manifest artifacts of one pipeline run."""
+from __future__ import annotations
+
+import os
+
+import mlflow
+
+from storage.locations import state_dir
+
+MAX_PARAM_LENGTH = 6000
+
+
+def tracking_uri(configured: str | None) -> str:
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{state_dir() / 'mlflow.db'}"
+
+
+def use_experiment(name: str, configured_uri: str | None) -> str:
+    """Point MLflow at the tracking store and experiment; local stores keep artifacts under the state dir."""
+    uri = tracking_uri(configured_uri)
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(name) is None:
+        artifacts = None
+        if uri.startswith("sqlite:"):
+            artifacts = (state_dir() / "mlartifacts" / name).resolve().as_uri()
+        mlflow.create_experiment(name, artifact_location=artifacts)
+    mlflow.set_experiment(name)
+    return uri
+
+
+def flatten(prefix: str, value, out: dict[str, str] | None = None) -> dict[str, str]:
+    out = {} if out is None else out
+    if isinstance(value, dict):
+        for key, item in value.items():
+            flatten(f"{prefix}.{key}" if prefix else str(key), item, out)
+    else:
+        out[prefix] = str(value)[:MAX_PARAM_LENGTH]
+    return out
+
+
+def stage_metrics(stage: str, stats: dict) -> dict[str, float]:
+    """Numbers of a stage's stats as MLflow metrics: `<stage>.documents_out`, `<stage>.drop.non_html`, ..."""
+    metrics = {f"{stage}.{key}": float(value) for key, value in stats.items() if isinstance(value, (int, float))}
+    for group in ("drops", "problems"):
+        metrics.update({f"{stage}.{group[:-1]}.{reason}": float(count)
+                        for reason, count in stats.get(group, {}).items()})
+    return metrics

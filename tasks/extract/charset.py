@@ -1,0 +1,63 @@
+"""Turn an HTML payload into text: the HTTP charset, then the <meta> charset, then detection.
+
+A declared charset is used only if the bytes really decode with it; valid non-ASCII UTF-8 wins over a declared
+single-byte charset (a lying `iso-8859-1` header on UTF-8 bytes is common, the reverse coincidence is
+practically impossible). Detection (uchardet via Resiliparse) decides when nothing declared fits, and bytes
+that still do not decode are replaced, never raised.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
+
+META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{2,40})""", re.IGNORECASE)
+META_SCAN_BYTES = 4096
+
+
+@dataclass(slots=True)
+class DecodedHtml:
+    text: str
+    encoding: str
+    source: str        # http | meta | utf8 | ascii | detected
+    replaced: bool     # invalid byte sequences were replaced
+
+
+def meta_charset(body: bytes) -> str | None:
+    match = META_CHARSET.search(body[:META_SCAN_BYTES])
+    return match.group(1).decode("ascii").lower() if match else None
+
+
+def decode_html(body: bytes, http_charset: str | None) -> DecodedHtml:
+    if body.isascii():
+        return DecodedHtml(body.decode("ascii"), "ascii", "ascii", False)
+    utf8 = _strict(body, "utf-8")
+    declared = [(http_charset, "http"), (meta_charset(body), "meta")]
+    for label, source in declared:
+        encoding = map_encoding_to_html5(label, fallback_utf8=False) if label else None
+        if encoding is None:
+            continue
+        if encoding == "utf-8":
+            if utf8 is not None:
+                return DecodedHtml(utf8, "utf-8", source, False)
+            continue
+        if utf8 is not None:
+            return DecodedHtml(utf8, "utf-8", "utf8", False)
+        text = _strict(body, encoding)
+        if text is not None:
+            return DecodedHtml(text, encoding, source, False)
+    if utf8 is not None:
+        return DecodedHtml(utf8, "utf-8", "utf8", False)
+    detected = detect_encoding(body)
+    text = _strict(body, detected)
+    if text is not None:
+        return DecodedHtml(text, detected, "detected", False)
+    return DecodedHtml(bytes_to_str(body, detected, errors="replace"), detected, "detected", True)
+
+
+def _strict(body: bytes, encoding: str) -> str | None:
+    try:
+        return body.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
