@@ -147,10 +147,10 @@ def _read_with_warcio(handle: BinaryIO, max_block_bytes: int) -> Iterator[RawRec
     offset = 0
     try:
         for record in iterator:
-            offset = iterator.get_record_offset()
             headers = record.rec_headers
             length = int(headers.get_header("Content-Length") or record.length or 0)
             block = record.raw_stream.read() if length <= max_block_bytes else None
+            offset = iterator.get_record_offset()  # only valid once the record's content has been read
             yield RawRecord(
                 offset=offset,
                 record_type=record.rec_type or "unknown",
