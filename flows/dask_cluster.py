@@ -5,12 +5,18 @@ import os
 from contextlib import contextmanager
 from typing import Iterator
 
+from prefect.settings import get_current_settings
+
 from configs.schema import DaskConfig
 
 
 @contextmanager
 def dask_cluster(config: DaskConfig) -> Iterator[str]:
-    """Yield a scheduler address. A LocalCluster started here is closed on exit, also on error or cancel."""
+    """Yield a scheduler address. A LocalCluster started here is closed on exit, also on error or cancel.
+
+    Workers of an existing cluster must be able to reach the Prefect API themselves (PREFECT_API_URL in
+    their environment); LocalCluster workers are given the API this process uses.
+    """
     if config.address:
         yield config.address
         return
@@ -18,5 +24,17 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
 
     workers = config.n_workers or os.cpu_count() or 1
     with LocalCluster(n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True,
-                      dashboard_address=":0", host="127.0.0.1") as cluster:
+                      dashboard_address=":0", host="127.0.0.1", env=_prefect_api_env()) as cluster:
         yield cluster.scheduler_address
+
+
+def _prefect_api_env() -> dict[str, str]:
+    """PREFECT_API_URL for worker processes. Without it each worker would start its own ephemeral Prefect
+    server (tens of seconds each) and its task runs would be recorded in a throw-away database."""
+    url = get_current_settings().api.url
+    if not url:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()  # the ephemeral server of this process (a per-port singleton)
+        url = server.api_url if server.running else None
+    return {"PREFECT_API_URL": url} if url else {}
