@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
+# Services are real but isolated: a throw-away state dir (Prefect DB, MLflow DB) for the whole test session.
+_STATE = Path(tempfile.mkdtemp(prefix="sluice-test-state-"))
+os.environ["SLUICE_STATE_DIR"] = str(_STATE)
+os.environ["PREFECT_HOME"] = str(_STATE / "prefect")
+os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_STATE / 'mlflow.db'}"
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -20,3 +27,13 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def lid_model(data_dir) -> str:
     return str(data_dir / "lid" / "lid.176.ftz")
+
+
+@pytest.fixture(scope="session")
+def small_corpus(data_dir, tmp_path_factory) -> Path:
+    """The seeded `small` corpus, generated once per test session."""
+    from tasks.corpus.generate import generate_corpus
+
+    out = tmp_path_factory.mktemp("corpus-small")
+    generate_corpus(out, size="small", seed=0, data_dir=data_dir)
+    return out

@@ -1,0 +1,99 @@
+"""The curation flow for real: ephemeral Prefect server, Dask LocalCluster (2 workers), SQLite MLflow, the
+seeded small corpus. Checks the output against the corpus labels, then reruns (cached) and resumes."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from configs.schema import load_recipe, parse_recipe
+from storage.document_shard import read_documents
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def recipe(small_corpus, tmp_path_factory):
+    raw = load_recipe("configs/demo.yaml").model_dump()
+    raw["input"]["paths"] = [str(small_corpus / "warc")]
+    raw["store"] = str(tmp_path_factory.mktemp("store"))
+    raw["mlflow"]["experiment"] = "e2e"
+    return parse_recipe(raw)
+
+
+@pytest.fixture(scope="module")
+def first_run(recipe):
+    from flows.curation import curation_flow
+
+    return curation_flow(recipe)
+
+
+def _labels(corpus: Path) -> list[dict]:
+    return [json.loads(line) for line in (corpus / "labels.jsonl").read_text().splitlines()]
+
+
+def _documents(extract: dict):
+    stage_dir = Path(extract["manifest"]).parent
+    return [read_documents(str(path)) for path in sorted((stage_dir / "shards").glob("*.parquet"))]
+
+
+def test_documents_match_the_corpus_ground_truth(first_run, small_corpus):
+    extract = first_run["stages"]["extract"]
+    assert not extract["cached"]
+    stats = extract["stats"]
+    assert stats["candidates"] == stats["documents_out"] + sum(stats["drops"].values())
+    tables = _documents(extract)
+    assert len(tables) == 4
+    record_ids = [rid for table in tables for rid in table.column("warc_record_id").to_pylist()]
+    assert len(record_ids) == stats["documents_out"] == len(set(record_ids))
+    labels = _labels(small_corpus)
+    expected = {label["record_id"] for label in labels if label["expect_document"]}
+    not_documents = {label["record_id"] for label in labels if not label["expect_document"]}
+    assert not set(record_ids) & not_documents          # no 404/5xx/redirect/non-HTML/truncated record leaks in
+    assert len(set(record_ids) & expected) >= 0.95 * len(expected)
+    for reason in ("http_client_error", "http_server_error", "http_redirect", "non_html"):
+        assert stats["drops"].get(reason, 0) > 0
+    assert stats["problems"].get("truncated_record") == 1  # the corpus' cut-off tail
+
+
+def test_language_ids_agree_with_the_page_labels(first_run, small_corpus):
+    by_record = {label["record_id"]: label["lang"] for label in _labels(small_corpus) if label["lang"]}
+    pairs = [(lang, by_record[rid]) for table in _documents(first_run["stages"]["extract"])
+             for rid, lang in zip(table.column("warc_record_id").to_pylist(), table.column("lang").to_pylist())
+             if rid in by_record]
+    assert len(pairs) > 50
+    assert sum(found == wanted for found, wanted in pairs) / len(pairs) >= 0.9
+
+
+def test_mlflow_run_has_the_stage_stats(first_run):
+    mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
+    run = mlflow.get_run(first_run["mlflow_run_id"])
+    stats = first_run["stages"]["extract"]["stats"]
+    assert run.data.metrics["extract.documents_out"] == stats["documents_out"]
+    assert run.data.metrics["extract.drop.non_html"] == stats["drops"]["non_html"]
+    assert run.data.tags["sluice.extract.fingerprint"] == first_run["stages"]["extract"]["fingerprint"]
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "stages/extract")}
+    assert {"stages/extract/stats.json", "stages/extract/manifest.json", "stages/extract/shards.json"} <= artifacts
+
+
+def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
+    from flows.curation import curation_flow
+
+    again = curation_flow(recipe)["stages"]["extract"]
+    assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
+
+    # Simulate a run killed after two of four shards: manifest and two shards' files are gone.
+    stage_dir = Path(again["manifest"]).parent
+    os.remove(again["manifest"])
+    lost = sorted((stage_dir / "shards").glob("*.parquet"))[:2]
+    for shard in lost:
+        os.remove(shard)
+        os.remove(f"{shard}.stats.json")
+    resumed = curation_flow(recipe)["stages"]["extract"]
+    assert not resumed["cached"]
+    assert resumed["digest"] == first_run["stages"]["extract"]["digest"]  # same shards, byte for byte
+    shards = json.loads(Path(resumed["manifest"]).read_text())["shards"]
+    assert len(shards) == 4
