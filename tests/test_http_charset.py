@@ -72,3 +72,9 @@ def test_url_filter_blocks_domains_subdomains_and_words(tmp_path):
     assert url_filter.blocked_reason("http://plain.org/") == "url_blocked_domain"
     assert url_filter.blocked_reason("http://example.com/casino-bonus") == "url_banned_word"
     assert url_filter.blocked_reason("http://example.com/") is None
+
+
+def test_utf8_with_a_stray_legacy_byte_stays_utf8():
+    body = f"<html><body><p>{TEXT}</p><p>price: 5\xa3</p></body></html>".encode("utf-8").replace(b"\xc2\xa3", b"\xa3")
+    decoded = decode_html(body, None)
+    assert TEXT in decoded.text and decoded.replaced and decoded.encoding == "utf-8"

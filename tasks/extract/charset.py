@@ -14,6 +14,7 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encodi
 
 META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{2,40})""", re.IGNORECASE)
 META_SCAN_BYTES = 4096
+UTF8_MAJORITY = 4  # valid non-ASCII UTF-8 characters per invalid sequence to still call a body UTF-8
 
 
 @dataclass(slots=True)
@@ -49,11 +50,23 @@ def decode_html(body: bytes, http_charset: str | None) -> DecodedHtml:
             return DecodedHtml(text, encoding, source, False)
     if utf8 is not None:
         return DecodedHtml(utf8, "utf-8", "utf8", False)
+    damaged_utf8 = _mostly_utf8(body)
+    if damaged_utf8 is not None:
+        return DecodedHtml(damaged_utf8, "utf-8", "utf8", True)
     detected = detect_encoding(body)
     text = _strict(body, detected)
     if text is not None:
         return DecodedHtml(text, detected, "detected", False)
     return DecodedHtml(bytes_to_str(body, detected, errors="replace"), detected, "detected", True)
+
+
+def _mostly_utf8(body: bytes) -> str | None:
+    """UTF-8 text with a few stray bytes (e.g. one Latin-1 byte pasted in): keep it UTF-8 and replace the strays,
+    instead of letting detection re-read every correct multi-byte character as a legacy charset."""
+    text = body.decode("utf-8", errors="replace")
+    invalid = text.count("\ufffd")
+    valid_non_ascii = sum(1 for ch in text if ch > "\x7f") - invalid
+    return text if valid_non_ascii >= UTF8_MAJORITY * invalid else None
 
 
 def _strict(body: bytes, encoding: str) -> str | None:
