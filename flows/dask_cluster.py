@@ -9,6 +9,10 @@ from prefect.settings import get_current_settings
 
 from configs.schema import DaskConfig
 
+# Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
+# first task of a stage does not pay for importing Prefect's task engine and the extraction libraries.
+WORKER_PRELOAD = ("prefect.task_engine", "flows.extract_stage")
+
 
 @contextmanager
 def dask_cluster(config: DaskConfig) -> Iterator[str]:
@@ -24,7 +28,8 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
 
     workers = config.n_workers or os.cpu_count() or 1
     with LocalCluster(n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True,
-                      dashboard_address=":0", host="127.0.0.1", env=_prefect_api_env()) as cluster:
+                      dashboard_address=":0", host="127.0.0.1", env=_prefect_api_env(),
+                      preload=list(WORKER_PRELOAD)) as cluster:
         yield cluster.scheduler_address
 
 
