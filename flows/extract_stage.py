@@ -5,7 +5,7 @@ import hashlib
 import os
 import time
 
-from prefect import flow, get_run_logger, task, unmapped
+from prefect import flow, get_run_logger, unmapped
 from prefect.futures import as_completed
 
 from configs.schema import ExtractConfig, Recipe
@@ -15,16 +15,12 @@ from storage.locations import shared_data_dir
 from storage.manifest import Manifest, ShardEntry, sha256_file
 from storage.stage_store import StageStore, source_digest, stage_fingerprint
 from tasks.extract.langid import resolve_model_path
-from tasks.extract.shard import ShardJob, extract_shard
+from tasks.extract.shard import ShardJob
+from tasks.extract.task import extract_shard_task
 from tasks.stats import StageStats
 
 STAGE = "extract"
 SHARD_SUFFIXES = (".warc.gz", ".warc.lz4", ".warc.zst", ".warc", ".wet.gz", ".wet", ".arc.gz", ".arc")
-
-
-@task(name="extract-shard", retries=1, retry_delay_seconds=2, task_run_name="extract {job.warc_name}")
-def extract_shard_task(job: ShardJob, config: ExtractConfig) -> dict:
-    return extract_shard(job, config, get_run_logger())
 
 
 @flow(name="extract", log_prints=True)

@@ -38,12 +38,3 @@ def small_corpus(data_dir, tmp_path_factory) -> Path:
     generate_corpus(out, size="small", seed=0, data_dir=data_dir)
     return out
 
-
-def pytest_sessionfinish(session, exitstatus):
-    """Stop the ephemeral Prefect server while output streams are still open (its atexit hook logs)."""
-    import sys
-
-    if "prefect.server.api.server" in sys.modules:
-        from prefect.server.api.server import SubprocessASGIServer
-
-        SubprocessASGIServer().stop()

@@ -54,6 +54,8 @@ def payload_of(record: RawRecord) -> Payload:
         text = record.block.decode("utf-8", errors="replace")
         return Payload(record, text, True, "utf-8", "wet", "\ufffd" in text)
     if record.record_type == "response":
+        if not record.target_uri.lower().startswith(("http://", "https://")):
+            raise NotADocument("non_http_response", record.target_uri.split(":", 1)[0])  # e.g. Heritrix dns:
         try:
             response = parse_http_response(record.block)
         except HttpParseError as error:

@@ -1,0 +1,193 @@
+"""HTML page -> plain text: one block (paragraph, heading, list item, line) per output line.
+
+The resiliparse engine asks resiliparse for "minimal HTML" (paragraphs, headings, list items and links kept
+as tags) rather than plain text, so that it can judge blocks: headings left without a body, short lines
+after the article, optionally link-dense blocks. Those are the boilerplate that resiliparse's main-content
+heuristics let through most often; each filter is measured in benchmarks/results/extraction_quality.md.
+"""
+from __future__ import annotations
+
+import html as html_entities
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
+
+from configs.html import HtmlTextConfig
+
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
+PROSE_MIN_WORDS = 8  # a block of at least this many words ending a sentence reads like article prose
+_TAG = re.compile(r"<(/?)([a-z0-9]+)[^>]*>")
+_BLOCK_TAGS = frozenset({"p", "li", "ul", "ol", "pre", "br", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def html_to_text(html: str, config: HtmlTextConfig) -> str:
+    """The page's text, or "" when there is none or the markup defeats the parser (never raises)."""
+    try:
+        if config.engine == "trafilatura":
+            return _trafilatura_text(html, config)
+        return _resiliparse_text(html, config)
+    except Exception:  # one unreadable page must cost one document, never the shard
+        return ""
+
+
+def _trafilatura_text(html: str, config: HtmlTextConfig) -> str:
+    import trafilatura  # imported lazily: only recipes that select it pay for the import
+
+    text = trafilatura.extract(html, include_comments=config.comments, include_tables=True,
+                               favor_precision=config.favor_precision, deduplicate=False)
+    return text or ""
+
+
+def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
+    tree = HTMLTree.parse(html)
+    text = _render(tree, config, main_content=config.main_content)
+    if config.main_content and len(text) < config.fallback_min_chars:
+        whole_page = _render(tree, config, main_content=False)
+        if len(whole_page) > len(text):
+            text = whole_page
+    return text
+
+
+def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> str:
+    markup = extract_plain_text(
+        tree, preserve_formatting="minimal_html", links=True, main_content=main_content,
+        comments=config.comments, alt_texts=config.alt_texts, form_fields=config.form_fields,
+        noscript=config.noscript, post_meta=config.post_meta, skip_elements=config.skip_elements or None)
+    blocks = parse_blocks(markup, config.list_bullets)
+    if config.max_link_density is not None:
+        blocks = [block for block in blocks if block.link_density <= config.max_link_density]
+    if config.drop_orphan_headings:
+        blocks = _without_orphan_headings(blocks)
+    if config.tail_max_words:
+        blocks = _without_short_tail(blocks, config.tail_max_words)
+    return "\n".join(block.text for block in blocks)
+
+
+@dataclass
+class Block:
+    """One line of output: its text, how much of it is link text, and whether it is a heading."""
+
+    heading_level: int = 0  # 1-6 for <h1>-<h6>, 0 otherwise
+    prefix: str = ""  # list bullet
+    preformatted: bool = False
+    parts: list[str] = field(default_factory=list)
+    link_chars: int = 0
+
+    @cached_property
+    def text(self) -> str:  # read only once the block is complete
+        body = "".join(self.parts)
+        body = body.rstrip() if self.preformatted else body.strip()  # code keeps its indentation
+        return self.prefix + body if body else ""
+
+    @property
+    def link_density(self) -> float:
+        return self.link_chars / max(1, len("".join(self.parts).strip()))
+
+
+def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
+    """Split resiliparse's minimal-HTML output into non-empty blocks, counting link characters per block."""
+    tokens = _tokens(markup)
+    real_links = _links_with_text(tokens)
+    blocks: list[Block] = []
+    current = Block()
+    in_link = preformatted = False
+    lists: list[list] = []  # open <ul>/<ol>: [tag, items seen]
+
+    def next_block(**start) -> Block:
+        if current.text:
+            blocks.append(current)
+        return Block(preformatted=preformatted, **start)
+
+    for index, (kind, value) in enumerate(tokens):
+        if kind == "text":
+            for number, line in enumerate(value.split("\n")):
+                if number:  # a line break inside a block starts a new block of the same kind
+                    current = next_block(heading_level=current.heading_level)
+                current.parts.append(line)
+                if in_link:
+                    current.link_chars += len(line.strip())
+        elif value == "a":
+            in_link = kind == "open" and index in real_links
+        elif value in _BLOCK_TAGS:
+            if value == "pre":
+                preformatted = kind == "open"
+            if value in ("ul", "ol"):
+                if kind == "open":
+                    lists.append([value, 0])
+                elif lists:
+                    lists.pop()
+            current = next_block(heading_level=current.heading_level if value == "br" else 0)
+            if kind == "open" and value[0] == "h" and value != "br":
+                current.heading_level = int(value[1])
+            elif kind == "open" and value == "li" and list_bullets:
+                current.prefix = _bullet(lists)
+    next_block()
+    return blocks
+
+
+def _tokens(markup: str) -> list[tuple[str, str]]:
+    """("text", unescaped text) and ("open" | "close", tag name) in document order."""
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    for match in _TAG.finditer(markup):
+        if match.start() > position:
+            tokens.append(("text", html_entities.unescape(markup[position:match.start()])))
+        tokens.append(("close" if match.group(1) else "open", match.group(2)))
+        position = match.end()
+    if position < len(markup):
+        tokens.append(("text", html_entities.unescape(markup[position:])))
+    return tokens
+
+
+def _links_with_text(tokens: list[tuple[str, str]]) -> set[int]:
+    """Indexes of the <a> tokens that have a closing </a>.
+
+    resiliparse writes no </a> for a link without text, and links never nest, so an <a> followed by
+    another <a> before any </a> was empty: the text after it is not link text.
+    """
+    closed: set[int] = set()
+    pending: int | None = None
+    for index, (kind, value) in enumerate(tokens):
+        if value != "a" or kind == "text":
+            continue
+        if kind == "open":
+            pending = index
+        elif pending is not None:
+            closed.add(pending)
+            pending = None
+    return closed
+
+
+def _bullet(lists: list[list]) -> str:
+    if not lists:
+        return "• "
+    lists[-1][1] += 1
+    return f"{lists[-1][1]}. " if lists[-1][0] == "ol" else "• "
+
+
+def _without_orphan_headings(blocks: list[Block]) -> list[Block]:
+    kept = []
+    for index, block in enumerate(blocks):
+        if block.heading_level:
+            following = blocks[index + 1] if index + 1 < len(blocks) else None
+            if following is None or 0 < following.heading_level <= block.heading_level:
+                continue
+        kept.append(block)
+    return kept
+
+
+def _without_short_tail(blocks: list[Block], max_words: int) -> list[Block]:
+    """Drop blocks of fewer than `max_words` words after the last block that reads like article prose.
+
+    Preformatted blocks (code) are kept: their lines are short by nature.
+    """
+    prose = [index for index, block in enumerate(blocks)
+             if not block.heading_level and len(block.text.split()) >= PROSE_MIN_WORDS
+             and _SENTENCE_END.search(block.text)]
+    if not prose:
+        return blocks
+    tail = [block for block in blocks[prose[-1] + 1:] if block.preformatted or len(block.text.split()) >= max_words]
+    return blocks[:prose[-1] + 1] + tail
