@@ -369,14 +369,17 @@ def _summary(rows: list[dict], points: list[dict]) -> str:
             f"The lowest leak of any configuration measured is {least_leak['trafilatura_eval']['leak']:.3f} "
             f"({least_leak['name']}, recall {least_leak['trafilatura_eval']['recall']:.3f}).",
             f"Against resiliparse's own main-content extraction ({peer['trafilatura_eval']['recall']:.3f} / "
-            f"{peer['trafilatura_eval']['leak']:.3f}, {peer['ms_per_page']:.1f} ms/page), the default changes recall by "
+            f"{peer['trafilatura_eval']['leak']:.3f}, {peer['ms_per_page']:.1f} ms/page), the default changes recall "
+            f"by "
             f"{gold['recall'] - peer['trafilatura_eval']['recall']:+.3f} and leak by "
             f"{gold['leak'] - peer['trafilatura_eval']['leak']:+.3f}."]
     eligible = [row for row in rows if row["html"]["engine"] == "resiliparse"
                 and row["trafilatura_eval_even"]["recall"] >= TARGET_RECALL]
     if eligible:
-        best = min(eligible, key=lambda row: row["trafilatura_eval_even"]["leak"])
-        verdict = "is the default" if best["default"] else f"is not the default but {best['name']}"
+        least = min(row["trafilatura_eval_even"]["leak"] for row in eligible)
+        best = [row["name"] for row in eligible if row["trafilatura_eval_even"]["leak"] == least]
+        verdict = "is the default" if default in eligible and default["trafilatura_eval_even"]["leak"] == least \
+            else f"is not the default but {'; '.join(best)}"
         text.append(f"Among the resiliparse rows with recall >= {TARGET_RECALL} on the even pages, the one with the "
                     f"least leak there {verdict}.")
     chosen = chosen_point(points) if points else None

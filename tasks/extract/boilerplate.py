@@ -63,9 +63,10 @@ def remove_repeated_lines(texts: list[str], hosts: list[str], config: Boilerplat
     for text, host, keys in zip(texts, hosts, keys_per_text):
         lines = text.split("\n")
         kept = [line for line, key in zip(lines, keys) if not repeated(key, host)]
-        if not any(line.strip() for line in kept) and config.keep_emptied_documents:
+        has_content = any(line.strip() for line in kept)
+        if not has_content and config.keep_emptied_documents:
             cleaned.append(text)
             continue
         removed += len(lines) - len(kept)
-        cleaned.append("\n".join(kept) if any(line.strip() for line in kept) else "")
+        cleaned.append("\n".join(kept) if has_content else "")
     return cleaned, removed
