@@ -14,7 +14,6 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encodi
 
 META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]{2,40})""", re.IGNORECASE)
 META_SCAN_BYTES = 4096
-UTF8_MAJORITY = 4  # valid non-ASCII UTF-8 characters per invalid sequence to still call a body UTF-8
 
 
 @dataclass(slots=True)
@@ -66,7 +65,8 @@ def _mostly_utf8(body: bytes) -> str | None:
     text = body.decode("utf-8", errors="replace")
     invalid = text.count("\ufffd")
     valid_non_ascii = sum(1 for ch in text if ch > "\x7f") - invalid
-    return text if valid_non_ascii >= UTF8_MAJORITY * invalid else None
+    # At least as many correctly encoded non-ASCII characters as broken sequences: UTF-8 with damage.
+    return text if valid_non_ascii >= max(invalid, 1) else None
 
 
 def _strict(body: bytes, encoding: str) -> str | None:
