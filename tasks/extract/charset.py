@@ -64,7 +64,7 @@ def _mostly_utf8(body: bytes) -> str | None:
     instead of letting detection re-read every correct multi-byte character as a legacy charset."""
     text = body.decode("utf-8", errors="replace")
     invalid = text.count("\ufffd")
-    valid_non_ascii = sum(1 for ch in text if ch > "\x7f") - invalid
+    valid_non_ascii = len(text) - len(text.encode("ascii", "ignore")) - invalid
     # At least as many correctly encoded non-ASCII characters as broken sequences: UTF-8 with damage.
     return text if valid_non_ascii >= max(invalid, 1) else None
 
