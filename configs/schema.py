@@ -45,7 +45,7 @@ class ExtractConfig(StrictModel):
     langid: LangIdConfig = Field(default_factory=LangIdConfig)
     url_filter: UrlFilterConfig = Field(default_factory=UrlFilterConfig)
     max_payload_bytes: int = Field(8 << 20, gt=0, description="larger HTTP payloads are skipped as `oversize_payload`")
-    min_text_chars: int = Field(1, ge=0, description="shorter extracted texts are dropped as `too_short`")
+    min_text_chars: int = Field(1, ge=1, description="shorter extracted texts (stripped) are dropped as `too_short`")
 
 
 class DaskConfig(StrictModel):

@@ -10,14 +10,14 @@ from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
 from flows.extract_stage import extract_stage_flow
 from flows.tracking import flatten, use_experiment
-from storage.fs import resolve_store
+from storage.fs import local_path
 
 
 @flow(name="sluice-curation", log_prints=True)
 def curation_flow(recipe: Recipe) -> dict:
     """Run the recipe's stages; returns each stage's summary plus the MLflow run id."""
     logger = get_run_logger()
-    recipe = recipe.model_copy(update={"store": resolve_store(recipe.store)})
+    recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
     tracking = use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)
     with mlflow.start_run(run_name=recipe.name) as run, dask_cluster(recipe.dask) as address:
         logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)

@@ -10,9 +10,9 @@ from prefect.futures import as_completed
 
 from configs.schema import ExtractConfig, Recipe
 from flows.reporting import publish_stage_report
-from storage.fs import expand_inputs, file_fingerprint
+from storage.fs import WARC_SUFFIXES, expand_inputs, file_fingerprint, local_path
 from storage.locations import shared_data_dir
-from storage.manifest import Manifest, ShardEntry, sha256_file
+from storage.manifest import Manifest, ShardEntry
 from storage.stage_store import StageStore, source_digest, stage_fingerprint
 from tasks.extract.langid import resolve_model_path
 from tasks.extract.shard import ShardJob
@@ -20,7 +20,7 @@ from tasks.extract.task import extract_shard_task
 from tasks.stats import StageStats
 
 STAGE = "extract"
-SHARD_SUFFIXES = (".warc.gz", ".warc.lz4", ".warc.zst", ".warc", ".wet.gz", ".wet", ".arc.gz", ".arc")
+SHARD_SUFFIXES = sorted(WARC_SUFFIXES, key=len, reverse=True)  # longest first: `.warc.gz` before `.warc`
 
 
 @flow(name="extract", log_prints=True)
@@ -28,13 +28,15 @@ def extract_stage_flow(recipe: Recipe) -> dict:
     """Extract every input file into a document shard; skipped entirely when the stage's manifest exists."""
     logger = get_run_logger()
     inputs = expand_inputs(recipe.input.paths, storage_options=recipe.input.storage_options)
-    data_dir = recipe.data_dir or str(shared_data_dir())
-    lid_model = resolve_model_path(recipe.extract.langid.model_path, data_dir)
+    data_dir = local_path(recipe.data_dir) if recipe.data_dir else None
+    lid_model = local_path(resolve_model_path(recipe.extract.langid.model_path, data_dir))
     extract_config = _with_data_dir(recipe.extract, data_dir)
     config = extract_config.model_dump(mode="json") | {"source": recipe.input.source}
+    # What the output depends on besides the config: the WARC files, the language model and the blocklists.
     input_identities = [file_fingerprint(url, recipe.input.storage_options) for url in inputs]
+    model_identities = [file_fingerprint(path) for path in (lid_model, *extract_config.url_filter.blocklist_files)]
     code_version = source_digest("tasks.extract", "tasks.stats", "storage")
-    fingerprint = stage_fingerprint(STAGE, config, input_identities, code_version)
+    fingerprint = stage_fingerprint(STAGE, config, input_identities + model_identities, code_version)
     store = StageStore(recipe.store)
     cached = store.find(STAGE, fingerprint)
     if cached is not None:
@@ -61,9 +63,9 @@ def extract_stage_flow(recipe: Recipe) -> dict:
     wall = time.perf_counter() - started
     manifest = Manifest(
         stage=STAGE, fingerprint=fingerprint, config=config, code_version=code_version,
-        parents=input_identities,
+        parents=input_identities + model_identities,
         shards=[ShardEntry(path=os.path.relpath(shard["output"], stage_dir), bytes=shard["output_bytes"],
-                           sha256=sha256_file(shard["output"]), documents=shard["documents_out"],
+                           sha256=shard["output_sha256"], documents=shard["documents_out"],
                            source=shard["input"]) for shard in results],
         stats=total.to_dict() | {"wall_seconds": round(wall, 3),
                                  "docs_per_second_wall": round(total.candidates / wall, 2) if wall else 0.0},
@@ -72,9 +74,14 @@ def extract_stage_flow(recipe: Recipe) -> dict:
     return publish_stage_report(recipe, manifest, manifest_url, results, cached=False)
 
 
-def _with_data_dir(config: ExtractConfig, data_dir: str) -> ExtractConfig:
-    """Expand `{data_dir}` in blocklist paths so recipes need not hard-code where the shared data lives."""
-    files = [path.replace("{data_dir}", data_dir) for path in config.url_filter.blocklist_files]
+def _with_data_dir(config: ExtractConfig, data_dir: str | None) -> ExtractConfig:
+    """Expand `{data_dir}` in blocklist paths (so recipes need not hard-code where the shared data lives) and make
+    local paths absolute, since Dask workers may run in another directory."""
+    files = []
+    for path in config.url_filter.blocklist_files:
+        if "{data_dir}" in path:
+            path = path.replace("{data_dir}", data_dir or str(shared_data_dir()))
+        files.append(local_path(path))
     return config.model_copy(update={"url_filter": config.url_filter.model_copy(update={"blocklist_files": files})})
 
 

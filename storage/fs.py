@@ -27,8 +27,10 @@ def expand_inputs(patterns: list[str], suffixes: tuple[str, ...] = WARC_SUFFIXES
             matches = [p for p in fs.find(path) if p.endswith(suffixes)]
         elif any(ch in path for ch in "*?["):
             matches = [p for p in fs.glob(path) if fs.isfile(p)]
+        elif fs.exists(path):
+            matches = [path]
         else:
-            matches = [path] if fs.exists(path) else []
+            raise FileNotFoundError(f"input {pattern!r} does not exist")
         if not matches:
             raise FileNotFoundError(f"input pattern {pattern!r} matched no WARC/WET/ARC files "
                                     f"(looked for {', '.join(suffixes)} under directories)")
@@ -73,7 +75,7 @@ def open_binary(url: str, mode: str = "rb", storage_options: dict | None = None)
     return fsspec.open(url, mode, **(storage_options or {})).open()
 
 
-def resolve_store(store: str) -> str:
-    """Local store paths become absolute (workers may run elsewhere in the tree); URLs are left alone."""
-    fs, path = url_to_fs(store)
-    return os.path.abspath(path) if isinstance(fs, LocalFileSystem) else store
+def local_path(url: str) -> str:
+    """Local paths become absolute (Dask workers may run in another directory); other URLs are left alone."""
+    fs, path = url_to_fs(url)
+    return os.path.abspath(path) if isinstance(fs, LocalFileSystem) else url

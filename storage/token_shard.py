@@ -32,6 +32,11 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype("<u2") if vocab_size <= UINT16_VOCAB_LIMIT else np.dtype("<u4")
 
 
+def _shard_files(base: Path) -> tuple[Path, Path]:
+    """`<base>.bin` and `<base>.idx`, appended (not with_suffix, which would turn `train.00001` into `train.bin`)."""
+    return Path(f"{base}.bin"), Path(f"{base}.idx")
+
+
 class TokenShardWriter:
     """Collects documents of token ids and writes `<path>.bin` / `<path>.idx` atomically on close()."""
 
@@ -52,7 +57,7 @@ class TokenShardWriter:
     def close(self) -> tuple[Path, Path]:
         tokens = np.concatenate(self._chunks) if self._chunks else np.zeros(0, self.dtype)
         header = HEADER.pack(MAGIC, FORMAT_VERSION, self.dtype.itemsize, tokens.size, len(self._offsets) - 1)
-        bin_path, idx_path = self.path.with_suffix(".bin"), self.path.with_suffix(".idx")
+        bin_path, idx_path = _shard_files(self.path)
         # .bin first, .idx last: a reader opens a shard through its .idx, so a shard is complete once both exist.
         with atomic_output(str(bin_path)) as tmp, open(tmp, "wb") as handle:
             handle.write(header)
@@ -67,7 +72,7 @@ class TokenShard:
 
     def __init__(self, path: str | Path):
         base = Path(path)
-        bin_path, idx_path = base.with_suffix(".bin"), base.with_suffix(".idx")
+        bin_path, idx_path = _shard_files(base)
         with open(bin_path, "rb") as handle:
             raw = handle.read(HEADER.size)
         if len(raw) < HEADER.size:

@@ -109,3 +109,19 @@ def test_truncated_gzip_tail_keeps_every_complete_record(data_dir, lid_model, tm
     _assert_nothing_lost(stats)
     assert set(stats["problems"]) <= {"truncated_record"}
     assert 0 < stats["documents_out"] < baseline["documents_out"]
+
+
+def test_a_wrong_content_length_does_not_swallow_the_records_after_it(data_dir, tmp_path):
+    from tasks.extract.records import RawRecord, ReadProblem, read_records
+
+    raw = (data_dir / EDGE_CASES / "warcio/example.warc").read_bytes()
+    good = [r for r in read_records(str(data_dir / EDGE_CASES / "warcio/example.warc"), 1 << 20)]
+    first_length = raw.index(b"Content-Length: ") + len(b"Content-Length: ")
+    end = raw.index(b"\r\n", first_length)
+    damaged = tmp_path / "long.warc"
+    damaged.write_bytes(raw[:first_length] + b"999999" + raw[end:])  # the first record claims the whole file
+    items = list(read_records(str(damaged), 1 << 20))
+    records = [item for item in items if isinstance(item, RawRecord)]
+    assert records[0].truncated
+    assert [r.record_id for r in records[1:]] == [r.record_id for r in good[1:]]
+    assert not [item for item in items if isinstance(item, ReadProblem)]

@@ -78,3 +78,14 @@ def test_utf8_with_a_stray_legacy_byte_stays_utf8():
     body = f"<html><body><p>{TEXT}</p><p>price: 5\xa3</p></body></html>".encode("utf-8").replace(b"\xc2\xa3", b"\xa3")
     decoded = decode_html(body, None)
     assert TEXT in decoded.text and decoded.replaced and decoded.encoding == "utf-8"
+
+
+def test_odd_status_digits_and_header_bytes_do_not_escape_as_crashes():
+    with pytest.raises(HttpParseError):
+        parse_http_response("HTTP/1.1 2²0 OK\r\n\r\n<p>x</p>".encode("iso-8859-1"))
+    response = parse_http_response(b"HTTP/1.1 200 OK\r\nX-A: a\x85b\r\nContent-Type: text/html\r\n\r\n<p>x</p>")
+    assert response.headers["x-a"] == "a\x85b" and response.mime_type == "text/html"
+
+
+def test_malformed_urls_have_no_host_and_are_not_blocked():
+    assert UrlFilter({"example.com"}, []).blocked_reason("http://[broken/x") is None

@@ -93,3 +93,12 @@ def test_expand_inputs_names_the_pattern_that_matched_nothing(tmp_path):
     assert expand_inputs([str(tmp_path)]) == [str(tmp_path / "a.warc.gz")]
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         expand_inputs([str(tmp_path / "nothing-here" / "*.warc.gz")])
+
+
+def test_numbered_token_shards_do_not_collide(tmp_path):
+    for number in (1, 2):
+        writer = TokenShardWriter(tmp_path / f"train.{number:05d}", vocab_size=10)
+        writer.add_document([number])
+        writer.close()
+    assert TokenShard(tmp_path / "train.00001").document(0).tolist() == [1]
+    assert TokenShard(tmp_path / "train.00002").document(0).tolist() == [2]

@@ -1,8 +1,8 @@
 """Turn an HTML payload into text: the HTTP charset, then the <meta> charset, then detection.
 
-A declared charset is used only if the bytes really decode with it; valid non-ASCII UTF-8 wins over a declared
-single-byte charset (a lying `iso-8859-1` header on UTF-8 bytes is common, the reverse coincidence is
-practically impossible). Detection (uchardet via Resiliparse) decides when nothing declared fits, and bytes
+A declared charset is used only if the bytes really decode with it; valid non-ASCII UTF-8 wins over any other declared
+charset (a lying `iso-8859-1` header on UTF-8 bytes is common; legacy bytes that happen to form valid
+non-ASCII UTF-8 are practically unheard of). Detection (uchardet via Resiliparse) decides when nothing declared fits, and bytes
 that still do not decode are replaced, never raised.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ def decode_html(body: bytes, http_charset: str | None) -> DecodedHtml:
     if body.isascii():
         return DecodedHtml(body.decode("ascii"), "ascii", "ascii", False)
     utf8 = _strict(body, "utf-8")
-    declared = [(http_charset, "http"), (meta_charset(body), "meta")]
-    for label, source in declared:
+    for source in ("http", "meta"):
+        label = http_charset if source == "http" else meta_charset(body)  # the meta scan only when needed
         encoding = map_encoding_to_html5(label, fallback_utf8=False) if label else None
         if encoding is None:
             continue

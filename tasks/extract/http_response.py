@@ -38,9 +38,9 @@ def parse_http_response(block: bytes) -> HttpResponse:
     if cut < 0:
         raise HttpParseError("no end of HTTP headers")
     head = block[:cut].decode("iso-8859-1")
-    lines = head.splitlines()
+    lines = [line.rstrip("\r") for line in head.split("\n")]  # not splitlines(): \x85 etc. are header bytes
     parts = lines[0].split(None, 2) if lines else []
-    if len(parts) < 2 or not parts[0].upper().startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].upper().startswith("HTTP/") or not (parts[1].isascii() and parts[1].isdigit()):
         raise HttpParseError(f"bad status line {lines[0][:80]!r}" if lines else "empty HTTP head")
     headers = {}
     for line in lines[1:]:

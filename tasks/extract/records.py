@@ -77,7 +77,7 @@ def _sniff(head: bytes) -> str:
         return "zstd"
     if head.startswith(b"WARC/"):
         return "plain"
-    if head.startswith(b"filedesc://") or head[:1].isalpha():
+    if head.startswith(b"filedesc://"):
         return "arc"
     return "unreadable"
 
@@ -87,27 +87,33 @@ def _read_with_fastwarc(handle: BinaryIO, kind: str, max_block_bytes: int) -> It
     position, in_corrupt_region = 0, False
     while True:
         handle.seek(position)
-        last_start = None
+        last_start, failed = None, False
         try:
             for record in FastArchiveIterator(handle, parse_http=False, fsspec_args=False):
                 last_start = record.stream_pos
                 converted = _from_fastwarc(record, max_block_bytes)
                 in_corrupt_region = False
                 yield converted
-            return
+                if converted.truncated:
+                    break  # a wrong Content-Length swallows what follows: look for the next record start
+            else:
+                return
         except (OSError, ValueError, EOFError) as error:
-            failed_at = position if last_start is None else last_start
+            failed = True
             # A restart that fails before its first record is the same damaged stretch: report it once.
             if not in_corrupt_region:
-                yield ReadProblem("corrupt_record", failed_at, f"{type(error).__name__}: {error}")
+                yield ReadProblem("corrupt_record", position if last_start is None else last_start,
+                                  f"{type(error).__name__}: {error}")
             in_corrupt_region = True
-            if resync_marker is None:
-                yield ReadProblem("unreadable_tail", failed_at, f"cannot resynchronise a {kind} stream; rest skipped")
-                return
-            found = _find(handle, resync_marker, failed_at + 1)
-            if found is None:
-                return
-            position = found
+        resume_from = (position if last_start is None else last_start) + 1
+        if resync_marker is None:
+            if failed:
+                yield ReadProblem("unreadable_tail", resume_from - 1, f"cannot resynchronise a {kind} stream")
+            return
+        found = _find(handle, resync_marker, resume_from)
+        if found is None:
+            return
+        position = found
 
 
 def _from_fastwarc(record, max_block_bytes: int) -> RawRecord:

@@ -11,19 +11,19 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import fsspec
 
 from configs.schema import ExtractConfig
 from storage.document_shard import write_documents
 from storage.fs import atomic_output
+from storage.manifest import sha256_file
 from tasks.extract.boilerplate import remove_repeated_lines
-from tasks.extract.documents import NotADocument, Payload, document_id, is_candidate, payload_of
+from tasks.extract.documents import NotADocument, document_id, is_candidate, payload_of
 from tasks.extract.html_text import html_to_text
 from tasks.extract.langid import LanguageIdentifier
 from tasks.extract.records import RawRecord, ReadProblem, read_records
-from tasks.extract.url_filter import UrlFilter, load_blocklist
+from tasks.extract.url_filter import UrlFilter, host_of, load_blocklist
 from tasks.stats import StageStats
 
 # Drop reasons that mean the input itself is damaged: also counted as problems and logged as warnings.
@@ -59,7 +59,7 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
     stats = StageStats()
     url_filter = _url_filter(tuple(config.url_filter.blocked_domains), tuple(config.url_filter.blocklist_files),
                              tuple(config.url_filter.blocked_url_words))
-    kept: list[tuple[Payload, str]] = []
+    kept: list[KeptDocument] = []
     for item in read_records(job.input_url, config.max_payload_bytes, dict(job.storage_options)):
         if isinstance(item, ReadProblem):
             stats.problems[item.reason] += 1
@@ -70,13 +70,20 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
         if not is_candidate(item):
             continue
         stats.candidates += 1
-        text = _text_of(item, job, config, url_filter, stats, log)
-        if text is not None:
-            kept.append(text)
+        try:
+            document = _document_of(item, job, config, url_filter, stats, log)
+        except Exception as error:  # a bug or a library failure on one record costs that record, not the shard
+            stats.drop("extract_error")
+            stats.problems["extract_error"] += 1
+            log.warning("%s @ offset %d: extract_error (%s: %s)", job.input_url, item.offset,
+                        type(error).__name__, error)
+            continue
+        if document is not None:
+            kept.append(document)
 
-    texts = [text for _, text in kept]
+    texts = [document.text for document in kept]
     if config.boilerplate.enabled and kept:
-        hosts = [_host(payload.record.target_uri) for payload, _ in kept]
+        hosts = [host_of(document.record.target_uri) for document in kept]
         texts, removed_lines = remove_repeated_lines(texts, hosts, config.boilerplate)
         stats.notes["boilerplate_lines_removed"] += removed_lines
 
@@ -85,8 +92,8 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
         "id", "url", "text", "lang", "lang_score", "source", "warc_path", "warc_record_id", "warc_offset",
         "warc_date", "charset")}
     allowed = set(config.langid.languages)
-    for (payload, _), text in zip(kept, texts):
-        if len(text.strip()) < max(config.min_text_chars, 1):
+    for document, text in zip(kept, texts):
+        if len(text.strip()) < config.min_text_chars:
             stats.drop("too_short")
             continue
         lang, score = identifier.predict(text)
@@ -96,12 +103,12 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
         if allowed and lang not in allowed:
             stats.drop("lang_not_allowed")
             continue
-        record = payload.record
+        record = document.record
         for name, value in (("id", document_id(record, job.warc_name)), ("url", record.target_uri),
                             ("text", text), ("lang", lang), ("lang_score", score), ("source", job.source),
                             ("warc_path", job.input_url), ("warc_record_id", record.record_id),
                             ("warc_offset", record.offset), ("warc_date", record.date),
-                            ("charset", payload.charset)):
+                            ("charset", document.charset)):
             columns[name].append(value)
         stats.notes[f"lang_{lang}"] += 1
         stats.bytes_out += len(text.encode("utf-8"))
@@ -111,15 +118,24 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
     in_fs, in_path = fsspec.core.url_to_fs(job.input_url, **dict(job.storage_options))
     stats.bytes_in = int(in_fs.size(in_path))
     stats.seconds = time.perf_counter() - started
-    result = stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes}
+    result = stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
+                                "output_sha256": sha256_file(job.output_url)}
     with atomic_output(job.stats_url) as tmp, fsspec.open(tmp, "w") as handle:
         json.dump(result, handle)
     return result | {"resumed": False}
 
 
-def _text_of(record: RawRecord, job: ShardJob, config: ExtractConfig, url_filter: UrlFilter,
-             stats: StageStats, log) -> tuple[Payload, str] | None:
-    """The record's payload and extracted text, or None after counting why it was dropped."""
+@dataclass(slots=True)
+class KeptDocument:
+    """What the rest of the shard pass needs of a document; the raw block and markup are let go."""
+    record: RawRecord
+    charset: str
+    text: str
+
+
+def _document_of(record: RawRecord, job: ShardJob, config: ExtractConfig, url_filter: UrlFilter,
+                 stats: StageStats, log) -> KeptDocument | None:
+    """The record's extracted text and provenance, or None after counting why it was dropped."""
     blocked = url_filter.blocked_reason(record.target_uri)
     if blocked:
         stats.drop(blocked)
@@ -140,11 +156,8 @@ def _text_of(record: RawRecord, job: ShardJob, config: ExtractConfig, url_filter
     if not text.strip():
         stats.drop("empty_text")
         return None
-    return payload, text
-
-
-def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
+    record.block = None  # the payload bytes are no longer needed; keep the shard's memory to its texts
+    return KeptDocument(record, payload.charset, text)
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,6 +29,14 @@ def load_blocklist(url: str) -> set[str]:
     return domains
 
 
+def host_of(url: str) -> str:
+    """Lower-case host name, or "" for a URL too malformed to have one (e.g. `http://[broken/`)."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
 class UrlFilter:
     def __init__(self, domains: set[str], banned_words: list[str]):
         self.domains = {d.lower().strip(".") for d in domains}
@@ -36,7 +44,7 @@ class UrlFilter:
 
     def blocked_reason(self, url: str) -> str | None:
         """`url_blocked_domain`, `url_banned_word` or None when the URL may pass."""
-        host = (urlsplit(url).hostname or "").lower()
+        host = host_of(url)
         parts = host.split(".")
         if any(".".join(parts[i:]) in self.domains for i in range(len(parts))):
             return "url_blocked_domain"
