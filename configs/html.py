@@ -53,6 +53,11 @@ class HtmlTextConfig(StrictModel):
     """When main-content extraction keeps fewer characters than this, extract the whole page instead
     (main-content heuristics sometimes discard the article of short or unusual pages). 0 disables."""
 
+    max_main_content_depth: int = Field(default=256, ge=1)
+    """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's
+    main-content heuristics are quadratic in the depth (5,000 levels take ~0.7 s, 20,000 levels ~34 s), so one
+    hostile page could stall a worker. Checking costs ~0.2 ms per page."""
+
     # --- trafilatura engine ---
     favor_precision: bool = False  # trafilatura's precision mode (less boilerplate, less text)
 

@@ -135,3 +135,16 @@ def test_bad_config_values_name_the_field(values, field):
 def test_defaults_validate_and_round_trip():
     assert HtmlTextConfig.model_validate(DEFAULT.model_dump()) == DEFAULT
     assert HtmlTextConfig(max_link_density=None).max_link_density is None
+
+
+def test_deeply_nested_pages_skip_main_content_heuristics():
+    from resiliparse.parse.html import HTMLTree
+
+    from tasks.extract.html_text import _nests_deeper_than
+
+    depth = 5000  # main-content extraction alone takes ~0.7 s on this page
+    page = ("<html><body>" + "<div>" * depth + "<p>the only sentence on this hostile page</p>" + "</div>" * depth
+            + "</body></html>")
+    assert _nests_deeper_than(HTMLTree.parse(page), 256)
+    assert not _nests_deeper_than(HTMLTree.parse("<html><body><div><p>flat</p></div></body></html>"), 256)
+    assert "the only sentence" in html_to_text(page, HtmlTextConfig())

@@ -7,6 +7,7 @@ heuristics let through most often; each filter is measured in benchmarks/results
 """
 from __future__ import annotations
 
+import functools
 import html as html_entities
 import re
 from dataclasses import dataclass, field
@@ -43,12 +44,23 @@ def _trafilatura_text(html: str, config: HtmlTextConfig) -> str:
 
 def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
     tree = HTMLTree.parse(html)
-    text = _render(tree, config, main_content=config.main_content)
-    if config.main_content and len(text) < config.fallback_min_chars:
+    main_content = config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
+    text = _render(tree, config, main_content=main_content)
+    if main_content and len(text) < config.fallback_min_chars:
         whole_page = _render(tree, config, main_content=False)
         if len(whole_page) > len(text):
             text = whole_page
     return text
+
+
+@functools.lru_cache(maxsize=4)
+def _depth_selector(depth: int) -> str:
+    return "body" + " > *" * depth
+
+
+def _nests_deeper_than(tree: HTMLTree, depth: int) -> bool:
+    """True when some element sits more than `depth` levels below <body> (one CSS query, evaluated natively)."""
+    return tree.document.query_selector(_depth_selector(depth)) is not None
 
 
 def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> str:
