@@ -70,8 +70,7 @@ def bench_env() -> dict[str, str]:
         "SLUICE_DATA_DIR": str(DATA_DIR),
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
-        # The venvs are installed by uv without byte-compiling and this environment sets PYTHONDONTWRITEBYTECODE,
-        # so every process would compile prefect/mlflow/pandas from source (seconds per process, per Dask worker).
+        # This environment sets PYTHONDONTWRITEBYTECODE; the project venv is compiled at set-up, the peer venv is not.
         # Measure with bytecode (kept outside the venvs); the cost without it is measured apart (import probe).
         "PYTHONPYCACHEPREFIX": str(WORK / "pycache"),
     })
@@ -775,13 +774,11 @@ def notes(runs: dict, info: dict, files: list[Path], peer_files: list[Path]) -> 
                    "(process-tree CPU polled with psutil, or in-process CPU for the bare loops) are robust to it.")
     probe = runs.get("import_probe")
     if probe:
-        out.append(f"Bytecode: the venvs are installed by uv without byte-compiling and PYTHONDONTWRITEBYTECODE=1 is "
-                   f"set in this environment, so every fresh process (the CLI, each Dask worker, the Prefect server) "
-                   f"compiles prefect/mlflow/pandas from source: importing what a flow process imports costs "
-                   f"{probe['without_bytecode']['cpu_seconds']} CPU s without bytecode vs "
-                   f"{probe['with_bytecode']['cpu_seconds']} with it. The benchmark runs with "
-                   "PYTHONPYCACHEPREFIX=benchmarks/_work/pycache (warmed by the warm-up run), i.e. as a normally "
-                   "installed venv behaves; `uv pip install --compile-bytecode` in .ci/setup would give that to users.")
+        out.append(f"Bytecode: .ci/setup compiles the project venv once (this environment sets "
+                   f"PYTHONDONTWRITEBYTECODE=1, so nothing would be cached at run time); importing what a flow "
+                   f"process imports costs {probe['without_bytecode']['cpu_seconds']} CPU s without bytecode vs "
+                   f"{probe['with_bytecode']['cpu_seconds']} with it. The benchmark also sets "
+                   "PYTHONPYCACHEPREFIX=benchmarks/_work/pycache (warmed by the warm-up run) for the peer venv.")
     if peer_files:
         out.append(f"datatrove ran on {len(peer_files)} of the {len(files)} shards ({', '.join(p.name for p in peer_files)}); "
                    "all of them would add about 8 minutes to the benchmark (`--peer-files 0` does that). The row "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import fsspec
 
 from configs.schema import ExtractConfig
-from storage.document_shard import write_documents
+from storage.document_shard import DOCUMENT_SCHEMA, write_documents
 from storage.fs import atomic_output
 from storage.manifest import sha256_file
 from tasks.extract.boilerplate import remove_repeated_lines
@@ -88,9 +88,7 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
         stats.notes["boilerplate_lines_removed"] += removed_lines
 
     identifier = LanguageIdentifier(job.lid_model_path, config.langid.max_chars)
-    columns: dict[str, list] = {name: [] for name in (
-        "id", "url", "text", "lang", "lang_score", "source", "warc_path", "warc_record_id", "warc_offset",
-        "warc_date", "charset")}
+    columns: dict[str, list] = {name: [] for name in DOCUMENT_SCHEMA.names}
     allowed = set(config.langid.languages)
     for document, text in zip(kept, texts):
         if len(text.strip()) < config.min_text_chars:
