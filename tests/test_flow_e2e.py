@@ -97,3 +97,38 @@ def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, reci
     assert resumed["digest"] == first_run["stages"]["extract"]["digest"]  # same shards, byte for byte
     shards = json.loads(Path(resumed["manifest"]).read_text())["shards"]
     assert len(shards) == 4
+
+
+def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
+    """SIGKILL a Dask worker while it runs a shard: Dask reschedules the shard and the run completes with the
+    same documents as the undisturbed run."""
+    import signal
+    import threading
+    import time
+
+    from distributed import Client
+
+    from configs.schema import DaskConfig
+    from flows.curation import curation_flow
+    from flows.dask_cluster import dask_cluster
+
+    killed = []
+
+    def kill_a_busy_worker(client: Client) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            busy = [worker for worker, tasks in client.processing().items() if tasks]
+            if busy:
+                pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.05)
+
+    with dask_cluster(DaskConfig(n_workers=2)) as address, Client(address) as client:
+        threading.Thread(target=kill_a_busy_worker, args=(client,), daemon=True).start()
+        disturbed = recipe.model_copy(update={"store": str(tmp_path / "store"),
+                                              "dask": DaskConfig(address=address)})
+        result = curation_flow(disturbed)["stages"]["extract"]
+    assert killed, "no worker was busy long enough to be killed"
+    assert result["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
+    assert result["digest"] == first_run["stages"]["extract"]["digest"]
