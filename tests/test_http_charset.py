@@ -89,3 +89,14 @@ def test_odd_status_digits_and_header_bytes_do_not_escape_as_crashes():
 
 def test_malformed_urls_have_no_host_and_are_not_blocked():
     assert UrlFilter({"example.com"}, []).blocked_reason("http://[broken/x") is None
+
+
+@pytest.mark.parametrize("encoding, compress", [("gzip", gzip.compress), ("br", brotli.compress)])
+def test_decoded_bodies_are_capped(encoding, compress):
+    from tasks.extract.http_response import BodyTooLarge
+
+    bomb = compress(b"<p>" + b"a" * 2_000_000 + b"</p>")
+    block = _response(bomb, f"Content-Encoding: {encoding}")
+    assert len(parse_http_response(block).body) == 2_000_007
+    with pytest.raises(BodyTooLarge):
+        parse_http_response(block, max_body_bytes=100_000)

@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import dataclass
 
 from tasks.extract.charset import decode_html
-from tasks.extract.http_response import HttpParseError, parse_http_response
+from tasks.extract.http_response import BodyTooLarge, HttpParseError, parse_http_response
 from tasks.extract.records import RawRecord
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -42,7 +42,7 @@ def is_candidate(record: RawRecord) -> bool:
     return record.record_type in DOCUMENT_RECORD_TYPES
 
 
-def payload_of(record: RawRecord) -> Payload:
+def payload_of(record: RawRecord, max_body_bytes: int | None = None) -> Payload:
     """Decode a response / resource / conversion record into markup or text; raise NotADocument otherwise."""
     if record.record_type == "revisit":
         raise NotADocument("revisit", "revisit records carry no payload")
@@ -57,7 +57,9 @@ def payload_of(record: RawRecord) -> Payload:
         if not record.target_uri.lower().startswith(("http://", "https://")):
             raise NotADocument("non_http_response", record.target_uri.split(":", 1)[0])  # e.g. Heritrix dns:
         try:
-            response = parse_http_response(record.block)
+            response = parse_http_response(record.block, max_body_bytes)
+        except BodyTooLarge as error:
+            raise NotADocument("oversize_payload", str(error)) from None
         except HttpParseError as error:
             raise NotADocument("bad_http", str(error)) from None
         _require_success(response.status)

@@ -32,7 +32,12 @@ class HttpParseError(ValueError):
     """The block is not a parseable HTTP response; the message says what was wrong."""
 
 
-def parse_http_response(block: bytes) -> HttpResponse:
+class BodyTooLarge(HttpParseError):
+    """The decoded body would exceed the caller's limit (a compression bomb, or simply a huge page)."""
+
+
+def parse_http_response(block: bytes, max_body_bytes: int | None = None) -> HttpResponse:
+    """Status, headers and the body with transfer and content encodings undone (at most `max_body_bytes`)."""
     cut, separator = min(((block.find(sep), sep) for sep in HEADER_END if block.find(sep) >= 0),
                          default=(-1, b""))
     if cut < 0:
@@ -50,7 +55,7 @@ def parse_http_response(block: bytes) -> HttpResponse:
     body = block[cut + len(separator):]
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = _dechunk(body)
-    body = _decode_content(body, headers.get("content-encoding", "").strip().lower())
+    body = _decode_content(body, headers.get("content-encoding", "").strip().lower(), max_body_bytes)
     return HttpResponse(status=int(parts[1]), headers=headers, body=body)
 
 
@@ -79,25 +84,30 @@ def _dechunk(body: bytes) -> bytes:
     return bytes(out)
 
 
-def _decode_content(body: bytes, encoding: str) -> bytes:
+def _decode_content(body: bytes, encoding: str, limit: int | None) -> bytes:
     """gzip / deflate / br bodies are decompressed. Common Crawl stores decoded payloads but keeps the original
     header, so a body that does not decode yet looks like markup is kept as it is; one that looks compressed
     but does not decode is an error."""
     if encoding not in ("gzip", "x-gzip", "deflate", "br") or not body:
         return body
+    cap = 0 if limit is None else limit + 1  # one byte more than allowed tells "too large" apart; 0 = no cap
     try:
         if encoding in ("gzip", "x-gzip"):
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body)
-        if encoding == "deflate":
+            decoded = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body, cap)
+        elif encoding == "deflate":
             try:
-                return zlib.decompress(body)
+                decoded = zlib.decompressobj().decompress(body, cap)
             except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
-        return brotli.decompress(body)
+                decoded = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, cap)
+        else:
+            decoded = brotli.Decompressor().process(body, output_buffer_limit=cap or (1 << 62))
     except (zlib.error, brotli.error) as error:
         if _looks_like_markup(body):
             return body
         raise HttpParseError(f"Content-Encoding {encoding} body does not decode: {error}") from None
+    if limit is not None and len(decoded) > limit:
+        raise BodyTooLarge(f"decoded {encoding} body exceeds {limit} bytes")
+    return decoded
 
 
 def _looks_like_markup(body: bytes) -> bool:

@@ -139,7 +139,7 @@ def _document_of(record: RawRecord, job: ShardJob, config: ExtractConfig, url_fi
         stats.drop(blocked)
         return None
     try:
-        payload = payload_of(record)
+        payload = payload_of(record, config.max_payload_bytes)
     except NotADocument as skip:
         stats.drop(skip.reason)
         if skip.reason in DAMAGE_REASONS:
