@@ -6,7 +6,6 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-import fsspec
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
@@ -69,10 +68,6 @@ def atomic_output(url: str) -> Iterator[str]:
         if fs.exists(tmp):
             fs.rm(tmp)
         raise
-
-
-def open_binary(url: str, mode: str = "rb", storage_options: dict | None = None):
-    return fsspec.open(url, mode, **(storage_options or {})).open()
 
 
 def local_path(url: str) -> str:

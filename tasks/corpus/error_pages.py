@@ -82,7 +82,7 @@ def cdn_error_page(status: int, host: str, rng: random.Random) -> str:
 
 
 def redirect_body(status: int, location: str, server: str) -> str:
-    """What servers put in a redirect's body: nginx's stub, Apache's link, or nothing at all."""
+    """What servers put in a redirect's body: nginx's default page, Apache's link, or nothing at all."""
     title = f"{status} {reason_phrase(status)}"
     if server.startswith("Apache"):
         return (f'<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n<title>{title}</title>\n'
