@@ -1,4 +1,4 @@
-"""Recipe models for the HTML-to-text step and the shard-level boilerplate-line pass.
+"""Recipe model for the HTML-to-text step.
 
 The defaults are the configuration chosen in benchmarks/results/extraction_quality.md; change them only
 together with a new benchmark run.
@@ -73,19 +73,3 @@ class HtmlTextConfig(StrictModel):
             except Exception as error:  # resiliparse raises CSSParserException
                 raise ValueError(f"invalid CSS selector {selector!r}: {error}") from None
         return selectors
-
-
-class BoilerplateConfig(StrictModel):
-    """Remove lines that repeat across many documents of one WARC shard (CCNet / LLaMA style).
-
-    A line is boilerplate when its normalised form (case-folded, digits mapped to 0, whitespace
-    collapsed) occurs in at least ``min_host_documents`` distinct documents of the same host, or in at
-    least ``min_shard_documents`` distinct documents of the shard (any host).
-    """
-
-    enabled: bool = True
-    min_host_documents: int = Field(default=3, ge=2)
-    min_shard_documents: int | None = Field(default=None, ge=2)
-    """None disables the cross-host rule. The count is absolute, so scale it with the shard size."""
-    keep_emptied_documents: bool = True
-    """A document whose every line is repeated stays unchanged (True) or becomes "" and is dropped (False)."""

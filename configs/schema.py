@@ -12,7 +12,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from configs.base import StrictModel
-from configs.html import BoilerplateConfig, HtmlTextConfig
+from configs.html import HtmlTextConfig
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
 
@@ -41,7 +41,6 @@ class UrlFilterConfig(StrictModel):
 
 class ExtractConfig(StrictModel):
     html: HtmlTextConfig = Field(default_factory=HtmlTextConfig)
-    boilerplate: BoilerplateConfig = Field(default_factory=BoilerplateConfig)
     langid: LangIdConfig = Field(default_factory=LangIdConfig)
     url_filter: UrlFilterConfig = Field(default_factory=UrlFilterConfig)
     max_payload_bytes: int = Field(8 << 20, gt=0, description="larger HTTP payloads are skipped as `oversize_payload`")

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass, field
 
 import mlflow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -11,12 +13,42 @@ from flows.tracking import stage_metrics
 from storage.manifest import Manifest
 
 TOP_REASONS = 4
+REPORT_FILE = "report.json"
+
+
+@dataclass
+class StageReport:
+    """What a stage adds to its standard report: markdown sections, tables and files (PNG charts)."""
+    markdown: str = ""
+    tables: dict[str, list[dict]] = field(default_factory=dict)   # name -> rows
+    files: list[str] = field(default_factory=list)                 # local paths, logged to MLflow
+
+    def save(self, folder: str) -> None:
+        """Keep the report beside the stage's output, so a cached rerun can show it again."""
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, REPORT_FILE), "w") as handle:
+            json.dump({"markdown": self.markdown, "tables": self.tables,
+                       "files": [os.path.relpath(path, folder) for path in self.files]}, handle, indent=2)
+
+    @classmethod
+    def load(cls, folder: str) -> "StageReport":
+        path = os.path.join(folder, REPORT_FILE)
+        if not os.path.isfile(path):
+            return cls()
+        with open(path) as handle:
+            raw = json.load(handle)
+        return cls(raw["markdown"], raw["tables"], [os.path.join(folder, name) for name in raw["files"]
+                                                     if os.path.isfile(os.path.join(folder, name))])
 
 
 def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, shard_results: list[dict],
-                         cached: bool) -> dict:
+                         cached: bool, report: StageReport | None = None) -> dict:
     stats = manifest.stats
     stage = manifest.stage
+    report = report or StageReport()
+    for name, rows in report.tables.items():
+        create_table_artifact(key=f"{_artifact_key(recipe.name)}-{stage}-{_artifact_key(name)}", table=rows,
+                              description=f"{stage}: {name} ({recipe.name})")
     if shard_results:
         create_table_artifact(
             key=f"{_artifact_key(recipe.name)}-{stage}-shards",
@@ -25,7 +57,7 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
         )
     create_markdown_artifact(
         key=f"{_artifact_key(recipe.name)}-{stage}-summary",
-        markdown=_summary_markdown(stage, manifest, manifest_url, cached),
+        markdown=_summary_markdown(stage, manifest, manifest_url, cached) + "\n\n" + report.markdown,
         description=f"{stage}: stage summary ({recipe.name})",
     )
     if mlflow.active_run() is not None:
@@ -37,6 +69,12 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
         mlflow.log_text(manifest.to_json(), f"stages/{stage}/manifest.json")
         if shard_results:
             mlflow.log_text(json.dumps(shard_results, indent=2), f"stages/{stage}/shards.json")
+        if report.markdown:
+            mlflow.log_text(report.markdown, f"stages/{stage}/report.md")
+        for name, rows in report.tables.items():
+            mlflow.log_text(json.dumps(rows, indent=2), f"stages/{stage}/{_artifact_key(name)}.json")
+        for path in report.files:
+            mlflow.log_artifact(path, f"stages/{stage}")
     return {"stage": stage, "fingerprint": manifest.fingerprint, "manifest": manifest_url,
             "digest": manifest.digest(), "cached": cached, "stats": stats}
 
@@ -50,7 +88,7 @@ def _shard_row(shard: dict) -> dict:
     top = sorted(shard["drops"].items(), key=lambda item: -item[1])[:TOP_REASONS]
     return {
         "input": shard["input"].rsplit("/", 1)[-1],
-        "records": shard["records_read"],
+        **({"records": shard["records_read"]} if shard["records_read"] else {}),
         "candidates": shard["candidates"],
         "kept": shard["documents_out"],
         "top drops": ", ".join(f"{reason} {count}" for reason, count in top),
@@ -66,8 +104,10 @@ def _summary_markdown(stage: str, manifest: Manifest, manifest_url: str, cached:
         f"# {stage} {'(cached: skipped)' if cached else ''}",
         f"- manifest: `{manifest_url}`",
         f"- shards: {len(manifest.shards)}, documents out: {stats['documents_out']} "
-        f"of {stats['candidates']} candidates ({stats['records_read']} records read)",
-        f"- bytes in: {stats['bytes_in']:,}, text bytes out: {stats['bytes_out']:,}",
+        f"of {stats['candidates']} candidates"
+        + (f" ({stats['records_read']} records read)" if stats["records_read"] else ""),
+        f"- bytes in: {stats['bytes_in']:,}, text bytes out: {stats['bytes_out']:,}, "
+        f"wall: {stats.get('wall_seconds', 0)} s",
         f"- worker seconds: {stats['seconds']}, throughput: {stats['docs_per_second']} docs/s per worker",
         "",
         "| drop reason | documents |",

@@ -22,11 +22,18 @@ def stage_fingerprint(stage: str, config: dict, inputs: object, code_version: st
 
 
 def source_digest(*packages: str) -> str:
-    """Code version of a stage: a hash of its modules' source, so editing the logic invalidates old outputs."""
+    """Code version of a stage: a hash of its modules' source, so editing the logic invalidates old outputs.
+
+    Each name is a package (all its modules) or a single module."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for package in packages:
-        for source in sorted((root / package.replace(".", "/")).rglob("*.py")):
+        location = root / package.replace(".", "/")
+        module = location.with_suffix(".py")
+        sources = [module] if module.is_file() else sorted(location.rglob("*.py"))
+        if not sources:
+            raise FileNotFoundError(f"source_digest: no module or package named {package!r} under {root}")
+        for source in sources:
             digest.update(source.relative_to(root).as_posix().encode())
             digest.update(source.read_bytes())
     return digest.hexdigest()[:FINGERPRINT_LENGTH]

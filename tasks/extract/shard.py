@@ -1,12 +1,13 @@
-"""The extraction stage over one WARC shard: records -> payloads -> text -> boilerplate pass -> language ID.
+"""The extraction stage over one WARC shard: records -> payloads -> text -> language ID.
 
-Writes one Parquet document shard (atomically) plus a `.stats.json` sidecar written after it; a rerun of the
-same stage directory finds the sidecar and returns the recorded stats instead of redoing the shard.
+Each document's text is a function of its record alone (no pass over its neighbours in the shard), so identical
+payloads give identical texts wherever they sit; lines repeated across many documents are removed at corpus
+level by the dedup stage. Writes one Parquet document shard (atomically) plus a `.stats.json` sidecar written
+after it; a rerun of the same stage directory finds the sidecar and returns the recorded stats.
 """
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import time
@@ -16,14 +17,13 @@ import fsspec
 
 from configs.schema import ExtractConfig
 from storage.document_shard import DOCUMENT_SCHEMA, write_documents
-from storage.fs import atomic_output
 from storage.manifest import sha256_file
-from tasks.extract.boilerplate import remove_repeated_lines
 from tasks.extract.documents import NotADocument, document_id, is_candidate, payload_of
 from tasks.extract.html_text import html_to_text
 from tasks.extract.langid import LanguageIdentifier
 from tasks.extract.records import RawRecord, ReadProblem, read_records
-from tasks.extract.url_filter import UrlFilter, host_of, load_blocklist
+from tasks.extract.url_filter import UrlFilter, load_blocklist
+from tasks.resumable import run_once
 from tasks.stats import StageStats
 
 # Drop reasons that mean the input itself is damaged: also counted as problems and logged as warnings.
@@ -49,12 +49,10 @@ class ShardJob:
 
 def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging.LoggerAdapter) -> dict:
     """Run extraction for one input file; returns the shard's stats dict (plus output path and resume flag)."""
-    fs, stats_path = fsspec.core.url_to_fs(job.stats_url)
-    if fs.exists(stats_path):
-        with fsspec.open(job.stats_url, "r") as handle:
-            recorded = json.load(handle)
-        return recorded | {"resumed": True}
+    return run_once(job.stats_url, lambda: _extract(job, config, log))
 
+
+def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging.LoggerAdapter) -> dict:
     started = time.perf_counter()
     stats = StageStats()
     url_filter = _url_filter(tuple(config.url_filter.blocked_domains), tuple(config.url_filter.blocklist_files),
@@ -81,16 +79,12 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
         if document is not None:
             kept.append(document)
 
-    texts = [document.text for document in kept]
-    if config.boilerplate.enabled and kept:
-        hosts = [host_of(document.record.target_uri) for document in kept]
-        texts, removed_lines = remove_repeated_lines(texts, hosts, config.boilerplate)
-        stats.notes["boilerplate_lines_removed"] += removed_lines
 
     identifier = LanguageIdentifier(job.lid_model_path, config.langid.max_chars)
     columns: dict[str, list] = {name: [] for name in DOCUMENT_SCHEMA.names}
     allowed = set(config.langid.languages)
-    for document, text in zip(kept, texts):
+    for document in kept:
+        text = document.text
         if len(text.strip()) < config.min_text_chars:
             stats.drop("too_short")
             continue
@@ -116,11 +110,8 @@ def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | lo
     in_fs, in_path = fsspec.core.url_to_fs(job.input_url, **dict(job.storage_options))
     stats.bytes_in = int(in_fs.size(in_path))
     stats.seconds = time.perf_counter() - started
-    result = stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                                "output_sha256": sha256_file(job.output_url)}
-    with atomic_output(job.stats_url) as tmp, fsspec.open(tmp, "w") as handle:
-        json.dump(result, handle)
-    return result | {"resumed": False}
+    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
+                              "output_sha256": sha256_file(job.output_url)}
 
 
 @dataclass(slots=True)

@@ -1,0 +1,132 @@
+"""The stage contract, once, for every stage: fingerprint, store lookup and skip, the stage's work, manifest
+published last, report to MLflow and Prefect.
+
+A stage declares what its output depends on (a `StageSpec`) and a `produce` function that does the work in
+`stage_dir` (usually by mapping Prefect tasks over shards or buckets with `map_tasks`) and returns a
+`StageOutput`. Everything else, including the cache hit that skips the stage, happens here.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from prefect import get_run_logger
+from prefect.futures import as_completed
+
+from configs.schema import Recipe
+from flows.reporting import StageReport, publish_stage_report
+from storage.manifest import Manifest, ShardEntry
+from storage.stage_store import StageStore, source_digest, stage_fingerprint
+from tasks.stats import StageStats
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """What a stage's output depends on: its name, its config, its inputs and its code."""
+    name: str
+    config: dict                 # JSON-able; part of the fingerprint and the manifest
+    parents: list[dict]          # input-file identities, or `parent_of(...)` of upstream stage results
+    code_packages: tuple[str, ...]
+
+    @property
+    def code_version(self) -> str:
+        return source_digest(*self.code_packages)
+
+    @property
+    def fingerprint(self) -> str:
+        return stage_fingerprint(self.name, self.config, self.parents, self.code_version)
+
+
+@dataclass
+class StageOutput:
+    """What a stage's work produced: the output shards, the summed stats and what people read."""
+    shards: list[ShardEntry]
+    stats: StageStats
+    task_results: list[dict] = field(default_factory=list)   # one row each in the per-shard table artifact
+    report: StageReport = field(default_factory=StageReport)
+
+
+@dataclass(frozen=True)
+class StageContext:
+    spec: StageSpec
+    stage_dir: str
+
+    def path(self, *parts: str) -> str:
+        return "/".join((self.stage_dir, *parts))
+
+    @property
+    def report_dir(self) -> str:
+        """Where the stage writes report files (charts); a local directory, created on demand."""
+        os.makedirs(_report_dir(self.stage_dir), exist_ok=True)
+        return _report_dir(self.stage_dir)
+
+
+def _report_dir(stage_dir: str) -> str:
+    return f"{stage_dir}/report"
+
+
+def parent_of(stage_result: dict) -> dict:
+    """How a downstream stage names an upstream one: its manifest digest (content) and location."""
+    return {"stage": stage_result["stage"], "digest": stage_result["digest"], "location": stage_result["manifest"]}
+
+
+def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext], StageOutput]) -> dict:
+    """Run a stage unless the store already holds its output; returns the stage summary (see reporting)."""
+    logger = get_run_logger()
+    store = StageStore(recipe.store)
+    fingerprint = spec.fingerprint
+    cached = store.find(spec.name, fingerprint)
+    if cached is not None:
+        logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name,
+                    store.stage_dir(spec.name, fingerprint), fingerprint)
+        return publish_stage_report(recipe, cached, store.manifest_url(spec.name, fingerprint), [], cached=True,
+                                    report=StageReport.load(_report_dir(store.stage_dir(spec.name, fingerprint))))
+
+    context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
+    started = time.perf_counter()
+    output = produce(context)
+    wall = time.perf_counter() - started
+    stats = output.stats.to_dict()
+    manifest = Manifest(
+        stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
+        parents=spec.parents, shards=output.shards,
+        stats=stats | {"wall_seconds": round(wall, 3),
+                       "docs_per_second_wall": round(output.stats.candidates / wall, 2) if wall else 0.0},
+    )
+    if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)
+        output.report.save(_report_dir(context.stage_dir))
+    manifest_url = store.publish(manifest)
+    return publish_stage_report(recipe, manifest, manifest_url, output.task_results, cached=False,
+                                report=output.report)
+
+
+def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[dict]:
+    """Map a Prefect task over `jobs` on the flow's task runner; results come back in job order.
+
+    Logs one progress line per finished task. Tasks return small dicts (paths and counts), never documents.
+    """
+    from prefect import unmapped
+
+    logger = get_run_logger()
+    futures = task.map(list(jobs), **{name: unmapped(value) for name, value in unmapped_arguments.items()})
+    order = {future.task_run_id: index for index, future in enumerate(futures)}
+    results: list[dict | None] = [None] * len(futures)
+    for done, future in enumerate(as_completed(futures), start=1):
+        results[order[future.task_run_id]] = future.result()
+        logger.info("%s: %d/%d done", label, done, len(futures))
+    return results
+
+
+def shard_entry(stage_dir: str, result: dict) -> ShardEntry:
+    """A manifest entry from a shard task's result (`output`, `output_bytes`, `output_sha256`, ...)."""
+    return ShardEntry(path=os.path.relpath(result["output"], stage_dir), bytes=result["output_bytes"],
+                      sha256=result["output_sha256"], documents=result["documents_out"], source=result["input"])
+
+
+def summed_stats(results: list[dict]) -> StageStats:
+    total = StageStats()
+    for result in results:
+        total.merge(StageStats.from_dict(result))
+    return total

@@ -1,0 +1,26 @@
+"""Resumable task steps: a step that finished leaves a small JSON record beside its output, written last.
+
+A rerun (a killed run started again, or Dask rescheduling a task whose worker died) finds the record and
+returns it instead of redoing the work. Outputs are published by atomic rename before the record, so a
+record never points at a half-written file.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import fsspec
+
+from storage.fs import atomic_output
+
+
+def run_once(record_url: str, compute: Callable[[], dict]) -> dict:
+    """`compute()`'s result, recorded at `record_url`; `resumed` says whether it came from an earlier run."""
+    fs, path = fsspec.core.url_to_fs(record_url)
+    if fs.exists(path):
+        with fsspec.open(record_url, "r") as handle:
+            return json.load(handle) | {"resumed": True}
+    result = compute()
+    with atomic_output(record_url) as tmp, fsspec.open(tmp, "w") as handle:
+        json.dump(result, handle)
+    return result | {"resumed": False}
