@@ -24,14 +24,14 @@ if [[ -n "${PIP_FIND_LINKS:-}" ]]; then find_links=(--find-links "$PIP_FIND_LINK
 if python3 -m uv --version >/dev/null 2>&1; then
     python3 -m uv venv --python "$python" "$venv"
     python3 -m uv pip install --python "$venv/bin/python" "${find_links[@]}" \
-        "datatrove[io,processing]==0.10.1" "fasttext-numpy2-wheel"
+        "datatrove[io,processing]==0.10.1" "fasttext-numpy2-wheel" spacy
 else
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
     "$venv/bin/python" -m pip install --quiet "${find_links[@]}" \
-        "datatrove[io,processing]==0.10.1" "fasttext-numpy2-wheel"
+        "datatrove[io,processing]==0.10.1" "fasttext-numpy2-wheel" spacy
 fi
-# datatrove imports `fasttext`; the numpy-2 wheel provides that module. Fail now, not in the benchmark.
-"$venv/bin/python" -c "import datatrove, fasttext, trafilatura; print('datatrove', datatrove.__version__ if hasattr(datatrove, '__version__') else '0.10.1', 'trafilatura', trafilatura.__version__)"
+# datatrove imports `fasttext` (the numpy-2 wheel provides it) and its MinHash word tokenizer needs spacy. Fail now, not in the benchmark.
+"$venv/bin/python" -c "import datatrove, fasttext, trafilatura, spacy; print('datatrove', datatrove.__version__ if hasattr(datatrove, '__version__') else '0.10.1', 'trafilatura', trafilatura.__version__)"
 echo "$want" > "$stamp"
 echo "peer venv ready: $venv"

@@ -4,12 +4,11 @@ Core columns are fixed here; later stages add attribute columns (dup_cluster, go
 """
 from __future__ import annotations
 
-import fsspec
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from storage.fs import atomic_output
+from storage.parquet import read_table, write_table
 
+ROW_GROUP_SIZE = 8192
 DOCUMENT_SCHEMA = pa.schema([
     ("id", pa.string()),
     ("url", pa.string()),
@@ -27,14 +26,8 @@ DOCUMENT_SCHEMA = pa.schema([
 
 def write_documents(rows: dict[str, list], url: str, schema: pa.Schema = DOCUMENT_SCHEMA) -> int:
     """Write columns (name -> list of values) as one Parquet shard, published atomically. Returns bytes written."""
-    table = pa.Table.from_pydict(rows, schema=schema)
-    with atomic_output(url) as tmp:
-        with fsspec.open(tmp, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd", row_group_size=8192)
-    fs, path = fsspec.core.url_to_fs(url)
-    return int(fs.size(path))
+    return write_table(pa.Table.from_pydict(rows, schema=schema), url, row_group_size=ROW_GROUP_SIZE)
 
 
 def read_documents(url: str, columns: list[str] | None = None) -> pa.Table:
-    with fsspec.open(url, "rb") as handle:
-        return pq.read_table(handle, columns=columns)
+    return read_table(url, columns)

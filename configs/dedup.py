@@ -1,0 +1,94 @@
+"""Recipe models for the dedup stage: exact, URL, MinHash-LSH near-duplicate and repeated-paragraph removal."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from configs.base import StrictModel
+
+# Scripts written without spaces between words: shingled by characters, not words.
+CHARACTER_SHINGLE_LANGUAGES = ("zh", "ja", "th", "lo", "km", "my", "bo")
+
+
+class TextNormalization(StrictModel):
+    """How text is normalized before hashing (exact dedup) and shingling (MinHash)."""
+    lowercase: bool = True
+    collapse_whitespace: bool = True
+    strip_punctuation: bool = False
+    digits_to_zero: bool = False
+
+
+class ExactDedupConfig(StrictModel):
+    enabled: bool = True
+    normalization: TextNormalization = Field(default_factory=TextNormalization)
+
+
+class UrlDedupConfig(StrictModel):
+    """Re-crawls of the same page: the same normalized URL (scheme, `www.`, fragment, tracking parameters and
+    parameter order ignored) within the scope; the newest capture is kept."""
+    enabled: bool = True
+
+
+class MinHashConfig(StrictModel):
+    enabled: bool = True
+    ngram: int = Field(5, ge=1, description="shingle size: words, or characters for `character_languages`")
+    character_languages: list[str] = Field(default_factory=lambda: list(CHARACTER_SHINGLE_LANGUAGES))
+    seed: int = Field(1, ge=0)
+    bands: int | None = Field(14, ge=1, description="LSH bands; set with rows, or leave both null and set "
+                                                   "target_jaccard to derive them")
+    rows: int | None = Field(8, ge=1, description="signature values per band")
+    target_jaccard: float | None = Field(None, gt=0.0, lt=1.0, description="derive bands x rows for this Jaccard "
+                                                                          "(datasketch's optimisation)")
+    num_perm: int = Field(112, ge=1, description="signature length when bands x rows are derived")
+    false_positive_weight: float = Field(0.5, ge=0.0, le=1.0)
+    false_negative_weight: float = Field(0.5, ge=0.0, le=1.0)
+    verify_jaccard: float | None = Field(0.7, ge=0.0, le=1.0, description=(
+        "an LSH candidate pair becomes a duplicate edge only if the Jaccard estimated from the full signatures "
+        "reaches this; null trusts every LSH collision (datatrove's behaviour)"))
+    normalization: TextNormalization = Field(
+        default_factory=lambda: TextNormalization(strip_punctuation=True, digits_to_zero=True))
+    max_pairs_bucket: int = Field(64, ge=2, description=(
+        "a band bucket with more documents is verified as a chain and a star, not all pairs"))
+
+    @model_validator(mode="after")
+    def _bands_or_target(self) -> "MinHashConfig":
+        given = (self.bands is not None, self.rows is not None)
+        if self.target_jaccard is None and given != (True, True):
+            raise ValueError("set both bands and rows, or set target_jaccard (and bands: null, rows: null)")
+        if self.target_jaccard is not None and given != (False, False):
+            raise ValueError("target_jaccard derives bands and rows: set bands: null and rows: null with it")
+        return self
+
+    def lsh_shape(self) -> tuple[int, int]:
+        """(bands, rows): as given, or datasketch's optimum for the target Jaccard and error weights."""
+        if self.bands is not None and self.rows is not None:
+            return self.bands, self.rows
+        from datasketch import MinHashLSH
+
+        lsh = MinHashLSH(threshold=self.target_jaccard, num_perm=self.num_perm,
+                         weights=(self.false_positive_weight, self.false_negative_weight))
+        return lsh.b, lsh.r
+
+
+class ParagraphDedupConfig(StrictModel):
+    """CCNet-style removal of lines (paragraphs) repeated across the corpus: site chrome, cookie notices."""
+    enabled: bool = True
+    min_documents: int = Field(3, ge=2, description="a line in at least this many distinct kept documents is removed")
+    min_line_chars: int = Field(1, ge=1, description="shorter lines are never counted or removed")
+    min_chars_after: int = Field(1, ge=1, description="documents left shorter are dropped "
+                                                     "(`too_short_after_paragraph_dedup`)")
+
+
+class DedupConfig(StrictModel):
+    enabled: bool = True
+    scope: Literal["global", "source"] = Field("global", description="compare across all sources, or within "
+                                                                      "each `source` (crawl dump) only")
+    keep: Literal["first_seen", "newest", "longest"] = Field("first_seen", description=(
+        "which document of a duplicate cluster stays: earliest capture, latest capture or longest text; "
+        "ties go to the smallest id"))
+    buckets: int = Field(8, ge=1, le=4096, description="partitions of each shuffle (hash buckets)")
+    exact: ExactDedupConfig = Field(default_factory=ExactDedupConfig)
+    url: UrlDedupConfig = Field(default_factory=UrlDedupConfig)
+    minhash: MinHashConfig = Field(default_factory=MinHashConfig)
+    paragraphs: ParagraphDedupConfig = Field(default_factory=ParagraphDedupConfig)

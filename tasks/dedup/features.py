@@ -1,0 +1,103 @@
+"""Dedup step 1, per document shard: every key the later steps compare, written into the shuffles.
+
+For document shard `part` it writes
+- `keys/`      (doc, id, date, length, text_key, url_key), bucketed by text_key, for exact dedup and ranking
+- `urls/`      the same rows bucketed by url_key, for URL dedup
+- `bands/`     (band_key, doc) per LSH band, bucketed by band_key
+- `paragraphs/` (paragraph_key, doc, text_key) once per distinct line of a document, bucketed by paragraph_key
+- `signatures/<part>.npy` the MinHash signatures, read back to verify candidate pairs.
+A document is named by `doc` = part number << 32 | row, which only these internal files use.
+"""
+from __future__ import annotations
+
+import time
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from configs.dedup import DedupConfig
+from storage.document_shard import read_documents
+from storage.fs import atomic_output
+from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, tokens
+from tasks.dedup.normalize import key64, line_key, normalize_text, normalize_url
+from tasks.dedup.shuffle import write_buckets
+
+KEY_SCHEMA = pa.schema([("doc", pa.int64()), ("id", pa.string()), ("date", pa.string()), ("length", pa.int64()),
+                        ("text_key", pa.int64()), ("url_key", pa.int64())])
+BAND_SCHEMA = pa.schema([("band_key", pa.int64()), ("doc", pa.int64())])
+PARAGRAPH_SCHEMA = pa.schema([("paragraph_key", pa.int64()), ("doc", pa.int64()), ("text_key", pa.int64())])
+DOC_BITS = 32
+
+
+def doc_numbers(part: int, count: int) -> np.ndarray:
+    return (np.int64(part) << np.int64(DOC_BITS)) + np.arange(count, dtype=np.int64)
+
+
+def part_of(docs: np.ndarray) -> np.ndarray:
+    return docs >> np.int64(DOC_BITS)
+
+
+def part_name(part: int) -> str:
+    return f"{part:05d}"
+
+
+def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) -> dict:
+    started = time.perf_counter()
+    table = read_documents(shard_url, ["id", "url", "text", "lang", "source", "warc_date"])
+    texts = table.column("text").to_pylist()
+    scopes = table.column("source").to_pylist() if config.scope == "source" else [""] * len(texts)
+    docs = doc_numbers(part, len(texts))
+    name = part_name(part)
+
+    text_keys = [key64(f"{scope}\0{normalize_text(text, config.exact.normalization)}")
+                 for scope, text in zip(scopes, texts)]
+    url_keys = [key64(f"{scope}\0{normalize_url(url)}") for scope, url in zip(scopes, table.column("url").to_pylist())]
+    keys = pa.table({"doc": docs, "id": table.column("id"), "date": table.column("warc_date"),
+                     "length": pa.array([len(text) for text in texts], pa.int64()),
+                     "text_key": pa.array(text_keys, pa.int64()), "url_key": pa.array(url_keys, pa.int64())},
+                    schema=KEY_SCHEMA)
+    write_buckets(keys, "text_key", config.buckets, f"{work}/keys", name)
+    write_buckets(keys, "url_key", config.buckets, f"{work}/urls", name)
+
+    without_shingles = 0
+    if config.minhash.enabled:
+        bands, rows = config.minhash.lsh_shape()
+        shingles = [shingle_hashes(tokens(text, lang or "", config.minhash), config.minhash.ngram)
+                    for text, lang in zip(texts, table.column("lang").to_pylist())]
+        matrix = signatures(shingles, bands * rows, config.minhash.seed)
+        with atomic_output(f"{work}/signatures/{name}.npy") as tmp, fsspec.open(tmp, "wb") as handle:
+            np.save(handle, matrix)
+        has_shingles = np.array([hashes.size > 0 for hashes in shingles], dtype=bool)
+        without_shingles = int((~has_shingles).sum())
+        per_band = band_keys(matrix[has_shingles], bands, rows, "")  # the scope is already in no key: add it below
+        if config.scope == "source":
+            per_band = _scoped(per_band, [scope for scope, keep in zip(scopes, has_shingles) if keep])
+        band_table = pa.table({"band_key": per_band.reshape(-1),
+                               "doc": np.repeat(docs[has_shingles], bands)}, schema=BAND_SCHEMA)
+        write_buckets(band_table, "band_key", config.buckets, f"{work}/bands", name)
+
+    if config.paragraphs.enabled:
+        write_buckets(_paragraph_rows(texts, docs, text_keys, config.paragraphs.min_line_chars), "paragraph_key",
+                      config.buckets, f"{work}/paragraphs", name)
+    return {"part": part, "documents": len(texts), "without_shingles": without_shingles,
+            "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _scoped(per_band: np.ndarray, scopes: list[str]) -> np.ndarray:
+    """Band keys of documents in different scopes never match: mix each scope's key into its rows' keys."""
+    scope_keys = np.array([key64(scope) for scope in scopes], dtype=np.int64).reshape(-1, 1)
+    return per_band ^ scope_keys
+
+
+def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int], min_chars: int) -> pa.Table:
+    paragraph_keys, owners, owner_texts = [], [], []
+    for text, doc, text_key in zip(texts, docs.tolist(), text_keys):
+        distinct = {line_key(line) for line in text.split("\n")}
+        for key in distinct:
+            if len(key) >= min_chars:
+                paragraph_keys.append(key64(key))
+                owners.append(doc)
+                owner_texts.append(text_key)
+    return pa.table({"paragraph_key": pa.array(paragraph_keys, pa.int64()), "doc": pa.array(owners, pa.int64()),
+                     "text_key": pa.array(owner_texts, pa.int64())}, schema=PARAGRAPH_SCHEMA)
