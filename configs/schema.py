@@ -12,6 +12,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from configs.base import StrictModel
+from configs.dedup import DedupConfig
 from configs.html import HtmlTextConfig
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
@@ -64,6 +65,7 @@ class Recipe(StrictModel):
     data_dir: str | None = Field(None, description="shared third-party data; default SLUICE_DATA_DIR or ../shared/data")
     input: InputConfig
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
     dask: DaskConfig = Field(default_factory=DaskConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
 

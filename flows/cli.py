@@ -54,15 +54,17 @@ def _run(recipe) -> int:
     from flows.curation import curation_flow
 
     result = curation_flow(recipe)
-    extract = result["stages"]["extract"]
-    stats = extract["stats"]
     print()
-    print(f"recipe {result['recipe']}: {stats['documents_out']} documents from {stats['records_read']} records "
-          f"({'cached' if extract['cached'] else 'computed'})")
-    print(f"  document shards: {extract['manifest'].rsplit('/', 1)[0]}/shards/")
-    print(f"  manifest:        {extract['manifest']}")
-    print(f"  drops:           {json.dumps(stats['drops'])}")
-    print(f"  problems:        {json.dumps(stats['problems'])}")
+    print(f"recipe {result['recipe']}:")
+    for name, stage in result["stages"].items():
+        stats = stage["stats"]
+        read = f" from {stats['records_read']} records" if stats["records_read"] else f" of {stats['candidates']}"
+        print(f"  {name}: {stats['documents_out']} documents{read} ({'cached' if stage['cached'] else 'computed'})")
+        print(f"    document shards: {stage['manifest'].rsplit('/', 1)[0]}/shards/")
+        print(f"    manifest:        {stage['manifest']}")
+        print(f"    drops:           {json.dumps(stats['drops'])}")
+        if stats["problems"]:
+            print(f"    problems:        {json.dumps(stats['problems'])}")
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
     print(f"  browse it:       mlflow ui --backend-store-uri {result['mlflow_tracking_uri']}")

@@ -8,6 +8,7 @@ from prefect_dask import DaskTaskRunner
 
 from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
+from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
 from flows.tracking import flatten, use_experiment
 from storage.fs import local_path
@@ -25,6 +26,8 @@ def curation_flow(recipe: Recipe) -> dict:
         mlflow.log_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False), "recipe.yaml")
         mlflow.set_tags({"sluice.recipe": recipe.name, "sluice.kind": "curation"})
         runner = DaskTaskRunner(address=address)
-        extract = extract_stage_flow.with_options(task_runner=runner)(recipe)
+        stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
+        if recipe.dedup.enabled:
+            stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
-            "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": {"extract": extract}}
+            "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages}

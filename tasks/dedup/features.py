@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import time
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 
 from configs.dedup import DedupConfig
 from storage.document_shard import read_documents
-from storage.fs import atomic_output
+from storage.arrays import save_array
 from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, tokens
 from tasks.dedup.normalize import key64, line_key, normalize_text, normalize_url
 from tasks.dedup.shuffle import write_buckets
@@ -38,8 +37,16 @@ def part_of(docs: np.ndarray) -> np.ndarray:
     return docs >> np.int64(DOC_BITS)
 
 
+def row_of(docs: np.ndarray) -> np.ndarray:
+    return docs & np.int64((1 << DOC_BITS) - 1)
+
+
 def part_name(part: int) -> str:
     return f"{part:05d}"
+
+
+def signatures_path(work: str, part: str) -> str:
+    return f"{work}/signatures/{part}.npy"
 
 
 def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) -> dict:
@@ -66,13 +73,12 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
         shingles = [shingle_hashes(tokens(text, lang or "", config.minhash), config.minhash.ngram)
                     for text, lang in zip(texts, table.column("lang").to_pylist())]
         matrix = signatures(shingles, bands * rows, config.minhash.seed)
-        with atomic_output(f"{work}/signatures/{name}.npy") as tmp, fsspec.open(tmp, "wb") as handle:
-            np.save(handle, matrix)
+        save_array(matrix, signatures_path(work, name))
         has_shingles = np.array([hashes.size > 0 for hashes in shingles], dtype=bool)
         without_shingles = int((~has_shingles).sum())
-        per_band = band_keys(matrix[has_shingles], bands, rows, "")  # the scope is already in no key: add it below
-        if config.scope == "source":
-            per_band = _scoped(per_band, [scope for scope, keep in zip(scopes, has_shingles) if keep])
+        salts = np.array([key64(scope) if scope else 0 for scope, keep in zip(scopes, has_shingles) if keep],
+                         dtype=np.int64)
+        per_band = band_keys(matrix[has_shingles], bands, rows, salts)
         band_table = pa.table({"band_key": per_band.reshape(-1),
                                "doc": np.repeat(docs[has_shingles], bands)}, schema=BAND_SCHEMA)
         write_buckets(band_table, "band_key", config.buckets, f"{work}/bands", name)
@@ -82,12 +88,6 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
                       config.buckets, f"{work}/paragraphs", name)
     return {"part": part, "documents": len(texts), "without_shingles": without_shingles,
             "seconds": round(time.perf_counter() - started, 4)}
-
-
-def _scoped(per_band: np.ndarray, scopes: list[str]) -> np.ndarray:
-    """Band keys of documents in different scopes never match: mix each scope's key into its rows' keys."""
-    scope_keys = np.array([key64(scope) for scope in scopes], dtype=np.int64).reshape(-1, 1)
-    return per_band ^ scope_keys
 
 
 def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int], min_chars: int) -> pa.Table:

@@ -6,7 +6,6 @@ hash function is then the identity; that keeps per-shingle Python work to one li
 """
 from __future__ import annotations
 
-import hashlib
 import operator
 import zlib
 
@@ -53,17 +52,27 @@ def signatures(shingle_sets: list[np.ndarray], num_perm: int, seed: int) -> np.n
     return matrix
 
 
-def band_keys(matrix: np.ndarray, bands: int, rows: int, scope: str) -> np.ndarray:
-    """(documents, bands) int64 keys: documents share a key in band b iff their rows of band b are equal
-    (up to a 64-bit collision) and they are in the same scope."""
+def band_keys(matrix: np.ndarray, bands: int, rows: int, salts: np.ndarray) -> np.ndarray:
+    """(documents, bands) int64 keys: two documents share a key in band b if their signature rows of band b
+    are equal and their salts (scope keys: 0 when every document is compared with every other) are equal.
+    Unequal rows share a key only by a 64-bit collision, which verification then rejects."""
     keys = np.empty((matrix.shape[0], bands), dtype=np.int64)
-    scope_key = hashlib.blake2b(scope.encode("utf-8"), digest_size=16).digest()
     for band in range(bands):
-        block = np.ascontiguousarray(matrix[:, band * rows:(band + 1) * rows])
-        for row_index, row in enumerate(block):
-            digest = hashlib.blake2b(row.tobytes(), digest_size=8, key=scope_key, salt=band.to_bytes(16, "little"))
-            keys[row_index, band] = int.from_bytes(digest.digest(), "little", signed=True)
+        mixed = _avalanche(salts.view(np.uint64) ^ np.uint64(band + 1))
+        for column in matrix[:, band * rows:(band + 1) * rows].T:
+            mixed = _avalanche(mixed ^ column.astype(np.uint64))
+        keys[:, band] = mixed.view(np.int64)
     return keys
+
+
+def _avalanche(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer: a bijection on 64-bit values in which every input bit flips about half the
+    output bits (uint64 arithmetic wraps in numpy, as the algorithm needs)."""
+    values = values ^ (values >> np.uint64(30))
+    values = values * np.uint64(0xBF58476D1CE4E5B9)
+    values = values ^ (values >> np.uint64(27))
+    values = values * np.uint64(0x94D049BB133111EB)
+    return values ^ (values >> np.uint64(31))
 
 
 def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:

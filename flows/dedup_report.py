@@ -1,0 +1,44 @@
+"""What the dedup stage shows people: LSH settings and their S-curve, cluster sizes, example clusters, and the
+time each step took."""
+from __future__ import annotations
+
+import os
+
+from configs.dedup import DedupConfig
+from flows.reporting import StageReport
+from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
+                                s_curve_png, s_curve_rows)
+from tasks.stats import StageStats
+
+
+def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: list[dict], folder: str) -> StageReport:
+    sizes = [int(size) for size, count in clusters["cluster_sizes"].items() for _ in range(count)]
+    files = [cluster_size_histogram_png(sizes, os.path.join(folder, "cluster_sizes.png"))]
+    tables = {"steps": steps,
+              "cluster sizes": [{"size": int(size), "clusters": count} for size, count in clusters["cluster_sizes"].items()]}
+    lines = ["## Deduplication",
+             f"- scope: {config.scope}, keep: {config.keep}, buckets per shuffle: {config.buckets}",
+             f"- clusters: {clusters['clusters']} holding {clusters['documents_in_clusters']} documents; "
+             f"removed: " + ", ".join(f"{reason} {count}" for reason, count in sorted(clusters["removed"].items()))]
+    if config.minhash.enabled:
+        bands, rows = config.minhash.lsh_shape()
+        knee = (1.0 / bands) ** (1.0 / rows)
+        threshold = config.minhash.verify_jaccard or config.minhash.target_jaccard or knee
+        rates = expected_error_rates(bands, rows, threshold)
+        files.append(s_curve_png(bands, rows, threshold, os.path.join(folder, "s_curve.png")))
+        tables["s-curve"] = s_curve_rows(bands, rows)
+        lines += [f"- MinHash: {config.minhash.ngram}-gram shingles, {bands} bands x {rows} rows = {bands * rows} "
+                  f"permutations, seed {config.minhash.seed}; S-curve knee (1/b)^(1/r) = {knee:.3f}",
+                  f"- candidates verified at estimated Jaccard >= {config.minhash.verify_jaccard}: "
+                  f"{stats.notes['verified_pairs']} of {stats.notes['candidate_pairs']} candidate pairs kept",
+                  f"- LSH error areas at {threshold:.2f}: false positive {rates['false_positive']:.4f}, "
+                  f"false negative {rates['false_negative']:.4f}; detection probability there "
+                  f"{rates['probability_at_threshold']:.3f}"]
+    if config.paragraphs.enabled:
+        lines.append(f"- paragraphs: {stats.notes['repeated_paragraphs']} of {stats.notes['distinct_paragraphs']} "
+                     f"distinct paragraphs repeated in >= {config.paragraphs.min_documents} distinct documents; "
+                     f"{stats.notes['lines_removed']} lines ({stats.notes['chars_removed']:,} characters) removed")
+    lines += ["", "| step | tasks | wall s | task s |", "|---|---|---|---|",
+              *[f"| {s['step']} | {s['tasks']} | {s['wall_seconds']} | {s['task_seconds']} |" for s in steps],
+              "", "## Example clusters", "", example_clusters_markdown(clusters["examples"])]
+    return StageReport(markdown="\n".join(lines), tables=tables, files=files)

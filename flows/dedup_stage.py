@@ -1,0 +1,78 @@
+"""The dedup stage as a Prefect subflow: per-shard features, per-bucket reducers, one clustering task, per-bucket
+repeated-paragraph counts, then per-shard output. Every step is a mapped task on the Dask task runner; the
+steps talk through files in the stage's `work/` folder (deleted once the output is complete)."""
+from __future__ import annotations
+
+import os
+import time
+
+import fsspec
+from prefect import flow, get_run_logger
+
+from configs.schema import Recipe
+from flows.dedup_report import dedup_report
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, run_stage, shard_entry,
+                                summed_stats)
+from storage.manifest import Manifest
+from tasks.dedup.apply import ApplyJob
+from tasks.dedup.features import part_name
+from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task
+
+STAGE = "dedup"
+
+
+@flow(name="dedup", log_prints=True)
+def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
+    """Deduplicate the documents of `parent` (a stage summary, e.g. extraction's)."""
+    config = recipe.dedup
+    spec = StageSpec(name=STAGE, config=config.model_dump(mode="json"), parents=[parent_of(parent)],
+                     code_packages=("tasks.dedup", "tasks.stats", "tasks.resumable", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        logger = get_run_logger()
+        parent_dir = parent["manifest"].rsplit("/", 1)[0]
+        shard_urls = [f"{parent_dir}/{shard.path}" for shard in Manifest.load(parent["manifest"]).shards]
+        parts = [part_name(index) for index in range(len(shard_urls))]
+        work = stage.path("work")
+        buckets = list(range(config.buckets))
+        logger.info("dedup: %d document shards, %d buckets -> %s", len(parts), len(buckets), stage.stage_dir)
+
+        steps: list[dict] = []
+
+        def step(name: str, run):
+            started = time.perf_counter()
+            results = run()
+            steps.append({"step": name, "tasks": len(results), "wall_seconds": round(time.perf_counter() - started, 3),
+                          "task_seconds": round(sum(r.get("seconds", 0.0) for r in results), 3)})
+            return results
+
+        features = step("features", lambda: map_tasks(features_task, list(zip(shard_urls, parts)),
+                                                      "dedup features", work=work, config=config))
+        edges = step("edges", lambda: map_tasks(edges_task, buckets, "dedup edges", work=work, parts=parts,
+                                                config=config))
+        clusters = step("clusters", lambda: [clusters_task.submit(work, parts, shard_urls, config).result()])[0]
+        paragraphs = step("paragraphs", lambda: map_tasks(paragraphs_task, buckets, "dedup paragraphs", work=work,
+                                                          parts=parts, config=config)
+                          if config.paragraphs.enabled else [])
+        jobs = [ApplyJob(url, part, stage.path("shards", os.path.basename(url)),
+                         stage.path("removed", os.path.basename(url)))
+                for url, part in zip(shard_urls, parts)]
+        applied = step("apply", lambda: map_tasks(apply_task, jobs, "dedup apply", work=work, config=config))
+
+        fs, path = fsspec.core.url_to_fs(work)
+        fs.rm(path, recursive=True)
+        stats = summed_stats(applied)
+        stats.notes.update({
+            "documents_without_shingles": sum(result["without_shingles"] for result in features),
+            "exact_edges": sum(result["exact_edges"] for result in edges),
+            "candidate_pairs": sum(result["candidate_pairs"] for result in edges),
+            "verified_pairs": sum(result["verified_pairs"] for result in edges),
+            "clusters": clusters["clusters"],
+            "documents_in_clusters": clusters["documents_in_clusters"],
+            "distinct_paragraphs": sum(result["paragraphs"] for result in paragraphs),
+            "repeated_paragraphs": sum(result["repeated_paragraphs"] for result in paragraphs),
+        })
+        return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in applied], stats=stats,
+                           task_results=applied, report=dedup_report(config, stats, clusters, steps, stage.report_dir))
+
+    return run_stage(recipe, spec, produce)

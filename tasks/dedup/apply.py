@@ -1,0 +1,91 @@
+"""Dedup's last step, per document shard: drop the removed documents, cut repeated paragraphs, add the cluster
+attributes, and list every removed document with its reason beside the output (nothing is lost silently)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from configs.dedup import DedupConfig
+from storage.arrays import load_array
+from storage.document_shard import ROW_GROUP_SIZE, read_documents
+from storage.manifest import sha256_file
+from storage.parquet import read_table, write_table
+from tasks.dedup.features import doc_numbers
+from tasks.dedup.normalize import key64, line_key
+from tasks.dedup.paragraphs import repeated_path
+from tasks.stats import StageStats
+
+REMOVED_SCHEMA = pa.schema([("id", pa.string()), ("url", pa.string()), ("reason", pa.string()),
+                            ("dup_cluster", pa.string())])
+TOO_SHORT = "too_short_after_paragraph_dedup"
+
+
+@dataclass(frozen=True)
+class ApplyJob:
+    input_url: str
+    part: str
+    output_url: str
+    removed_url: str
+
+
+def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
+    started = time.perf_counter()
+    table = read_documents(job.input_url)
+    decisions = {row["doc"]: row for row in read_table(f"{work}/decisions/{job.part}.parquet").to_pylist()}
+    repeated = _repeated_keys(work, config) if config.paragraphs.enabled else frozenset()
+    stats = StageStats(candidates=table.num_rows)
+
+    keep_rows, texts, clusters, sizes, removed = [], [], [], [], []
+    ids, urls = table.column("id").to_pylist(), table.column("url").to_pylist()
+    for row, (doc, text) in enumerate(zip(doc_numbers(int(job.part), table.num_rows).tolist(),
+                                          table.column("text").to_pylist())):
+        stats.bytes_in += len(text.encode("utf-8", "surrogatepass"))
+        decision = decisions.get(doc)
+        if decision is not None and not decision["kept"]:
+            stats.drop(decision["reason"])
+            removed.append((ids[row], urls[row], decision["reason"], decision["dup_cluster"]))
+            continue
+        kept_text = _without_repeated(text, repeated, config.paragraphs.min_line_chars, stats)
+        if len(kept_text.strip()) < config.paragraphs.min_chars_after:
+            stats.drop(TOO_SHORT)
+            removed.append((ids[row], urls[row], TOO_SHORT, None))
+            continue
+        keep_rows.append(row)
+        texts.append(kept_text)
+        clusters.append(decision["dup_cluster"] if decision else ids[row])
+        sizes.append(decision["dup_cluster_size"] if decision else 1)
+        stats.bytes_out += len(kept_text.encode("utf-8", "surrogatepass"))
+
+    output = table.take(keep_rows)
+    output = output.set_column(output.schema.get_field_index("text"), "text", pa.array(texts, pa.large_string()))
+    output = output.append_column("dup_cluster", pa.array(clusters, pa.string()))
+    output = output.append_column("dup_cluster_size", pa.array(sizes, pa.int64()))
+    shard_bytes = write_table(output, job.output_url, row_group_size=ROW_GROUP_SIZE)
+    write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
+                                     schema=REMOVED_SCHEMA), job.removed_url)
+    stats.documents_out = output.num_rows
+    stats.seconds = time.perf_counter() - started
+    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
+                              "output_sha256": sha256_file(job.output_url)}
+
+
+def _repeated_keys(work: str, config: DedupConfig) -> frozenset[int]:
+    return frozenset(np.concatenate([load_array(repeated_path(work, bucket))
+                                     for bucket in range(config.buckets)]).tolist())
+
+
+def _without_repeated(text: str, repeated: frozenset[int], min_chars: int, stats: StageStats) -> str:
+    if not repeated:
+        return text
+    kept = []
+    for line in text.split("\n"):
+        key = line_key(line)
+        if len(key) >= min_chars and key64(key) in repeated:
+            stats.notes["lines_removed"] += 1
+            stats.notes["chars_removed"] += len(line)
+        else:
+            kept.append(line)
+    return "\n".join(kept)

@@ -1,0 +1,59 @@
+"""The dedup stage's Prefect tasks, one per step and shard or bucket. Each step records its result when done
+(`run_once`), so a rerun after a killed worker or a killed run picks up where it stopped."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from prefect import task
+
+from configs.dedup import DedupConfig
+from tasks.dedup.apply import ApplyJob, apply_decisions
+from tasks.dedup.clusters import cluster_decisions
+from tasks.dedup.exact import exact_edges, url_losers
+from tasks.dedup.features import compute_features
+from tasks.dedup.lsh import verified_edges
+from tasks.dedup.paragraphs import repeated_paragraphs
+from tasks.resumable import run_once
+
+
+def _record(work: str, step: str, name: object) -> str:
+    return f"{work}/records/{step}/{name}.json"
+
+
+def _timed(compute: Callable[[], dict]) -> Callable[[], dict]:
+    def run() -> dict:
+        started = time.perf_counter()
+        return compute() | {"seconds": round(time.perf_counter() - started, 4)}
+    return run
+
+
+@task(name="dedup-features", retries=1, retry_delay_seconds=2, task_run_name="dedup features {job[1]}")
+def features_task(job: tuple[str, str], work: str, config: DedupConfig) -> dict:
+    shard_url, part = job
+    return run_once(_record(work, "features", part), lambda: compute_features(shard_url, int(part), work, config))
+
+
+@task(name="dedup-edges", retries=1, retry_delay_seconds=2, task_run_name="dedup edges bucket {bucket}")
+def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
+    """Exact, URL and verified near-duplicate relations among the documents whose keys fall in `bucket`."""
+    def compute() -> dict:
+        return {"bucket": bucket} | exact_edges(work, bucket, parts, config.exact.enabled) \
+            | url_losers(work, bucket, parts, config.url.enabled) | verified_edges(work, bucket, parts, config.minhash)
+    return run_once(_record(work, "edges", bucket), _timed(compute))
+
+
+@task(name="dedup-clusters", retries=1, retry_delay_seconds=2)
+def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
+    return run_once(_record(work, "clusters", "all"), _timed(lambda: cluster_decisions(work, parts, shard_urls, config)))
+
+
+@task(name="dedup-paragraphs", retries=1, retry_delay_seconds=2, task_run_name="dedup paragraphs bucket {bucket}")
+def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
+    return run_once(_record(work, "paragraphs", bucket),
+                    _timed(lambda: repeated_paragraphs(work, bucket, parts, config.paragraphs)))
+
+
+@task(name="dedup-apply", retries=1, retry_delay_seconds=2, task_run_name="dedup apply {job.part}")
+def apply_task(job: ApplyJob, work: str, config: DedupConfig) -> dict:
+    return run_once(job.output_url + ".stats.json", lambda: apply_decisions(job, work, config))
