@@ -74,6 +74,9 @@ class MinHashConfig(StrictModel):
 class ParagraphDedupConfig(StrictModel):
     """CCNet-style removal of lines (paragraphs) repeated across the corpus: site chrome, cookie notices."""
     enabled: bool = True
+    normalization: TextNormalization = Field(
+        default_factory=lambda: TextNormalization(digits_to_zero=True),
+        description="lines equal after it are one paragraph (as CCNet: '© 2019 ACME' = '© 2023 Acme')")
     min_documents: int = Field(3, ge=2, description="a line in at least this many distinct kept documents is removed")
     min_line_chars: int = Field(1, ge=1, description="shorter lines are never counted or removed")
     min_chars_after: int = Field(1, ge=1, description="documents left shorter are dropped "

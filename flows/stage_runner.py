@@ -36,7 +36,10 @@ class StageSpec:
 
     @property
     def fingerprint(self) -> str:
-        return stage_fingerprint(self.name, self.config, self.parents, self.code_version)
+        # An upstream stage counts by its content (digest), not where its store is: the same data in another
+        # store gives the same fingerprint.
+        identities = [{key: value for key, value in parent.items() if key != "location"} for parent in self.parents]
+        return stage_fingerprint(self.name, self.config, identities, self.code_version)
 
 
 @dataclass

@@ -79,11 +79,37 @@ def test_mlflow_run_has_the_stage_stats(first_run):
     assert {"stages/extract/stats.json", "stages/extract/manifest.json", "stages/extract/shards.json"} <= artifacts
 
 
+def test_dedup_removes_the_labelled_duplicates(first_run, small_corpus):
+    from benchmarks.dedup_quality import score
+
+    extract, dedup = first_run["stages"]["extract"], first_run["stages"]["dedup"]
+    stats = dedup["stats"]
+    assert stats["candidates"] == extract["stats"]["documents_out"]
+    assert stats["candidates"] == stats["documents_out"] + sum(stats["drops"].values())
+    kept = {doc_id for table in _documents(dedup) for doc_id in table.column("id").to_pylist()}
+    documents = [(record_id, doc_id in kept) for table in _documents(extract)
+                 for doc_id, record_id in zip(table.column("id").to_pylist(),
+                                              table.column("warc_record_id").to_pylist())]
+    result = score(str(small_corpus / "labels.jsonl"), documents)
+    assert result["precision"] >= 0.95 and result["recall"] >= 0.9 and result["recall_exact"] == 1.0
+    removed = [read_documents(str(path)) for path in sorted((Path(dedup["manifest"]).parent / "removed").glob("*"))]
+    assert sum(table.num_rows for table in removed) == sum(stats["drops"].values())  # every drop is listed
+    assert not (Path(dedup["manifest"]).parent / "work").exists()
+
+    mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
+    run = mlflow.get_run(first_run["mlflow_run_id"])
+    assert run.data.tags["sluice.dedup.fingerprint"] == dedup["fingerprint"]
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "stages/dedup")}
+    assert {"stages/dedup/s_curve.png", "stages/dedup/cluster_sizes.png", "stages/dedup/report.md"} <= artifacts
+
+
 def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
     from flows.curation import curation_flow
 
-    again = curation_flow(recipe)["stages"]["extract"]
+    stages = curation_flow(recipe)["stages"]
+    again = stages["extract"]
     assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
+    assert stages["dedup"]["cached"] and stages["dedup"]["digest"] == first_run["stages"]["dedup"]["digest"]
 
     # Simulate a run killed after two of four shards: manifest and two shards' files are gone.
     stage_dir = Path(again["manifest"]).parent
@@ -92,8 +118,10 @@ def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, reci
     for shard in lost:
         os.remove(shard)
         os.remove(f"{shard}.stats.json")
-    resumed = curation_flow(recipe)["stages"]["extract"]
+    resumed_stages = curation_flow(recipe)["stages"]
+    resumed = resumed_stages["extract"]
     assert not resumed["cached"]
+    assert resumed_stages["dedup"]["cached"]  # same extraction output: dedup's input identity is unchanged
     assert resumed["digest"] == first_run["stages"]["extract"]["digest"]  # same shards, byte for byte
     shards = json.loads(Path(resumed["manifest"]).read_text())["shards"]
     assert len(shards) == 4
@@ -128,7 +156,9 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
         threading.Thread(target=kill_a_busy_worker, args=(client,), daemon=True).start()
         disturbed = recipe.model_copy(update={"store": str(tmp_path / "store"),
                                               "dask": DaskConfig(address=address)})
-        result = curation_flow(disturbed)["stages"]["extract"]
+        stages = curation_flow(disturbed)["stages"]
     assert killed, "no worker was busy long enough to be killed"
-    assert result["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
-    assert result["digest"] == first_run["stages"]["extract"]["digest"]
+    assert stages["extract"]["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
+    # Byte-identical shards of both stages in a fresh store, with a worker lost on the way.
+    assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
+    assert stages["dedup"]["digest"] == first_run["stages"]["dedup"]["digest"]

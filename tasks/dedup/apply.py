@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from configs.dedup import DedupConfig
+from configs.dedup import DedupConfig, ParagraphDedupConfig
 from storage.arrays import load_array
 from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import read_table, write_table
 from tasks.dedup.features import doc_numbers
-from tasks.dedup.normalize import key64, line_key
+from tasks.dedup.normalize import key64, normalize_text
 from tasks.dedup.paragraphs import repeated_path
 from tasks.stats import StageStats
 
@@ -48,7 +48,7 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
             stats.drop(decision["reason"])
             removed.append((ids[row], urls[row], decision["reason"], decision["dup_cluster"]))
             continue
-        kept_text = _without_repeated(text, repeated, config.paragraphs.min_line_chars, stats)
+        kept_text = _without_repeated(text, repeated, config.paragraphs, stats)
         if len(kept_text.strip()) < config.paragraphs.min_chars_after:
             stats.drop(TOO_SHORT)
             removed.append((ids[row], urls[row], TOO_SHORT, None))
@@ -59,7 +59,7 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
         sizes.append(decision["dup_cluster_size"] if decision else 1)
         stats.bytes_out += len(kept_text.encode("utf-8", "surrogatepass"))
 
-    output = table.take(keep_rows)
+    output = table.take(pa.array(keep_rows, pa.int64()))
     output = output.set_column(output.schema.get_field_index("text"), "text", pa.array(texts, pa.large_string()))
     output = output.append_column("dup_cluster", pa.array(clusters, pa.string()))
     output = output.append_column("dup_cluster_size", pa.array(sizes, pa.int64()))
@@ -77,13 +77,13 @@ def _repeated_keys(work: str, config: DedupConfig) -> frozenset[int]:
                                      for bucket in range(config.buckets)]).tolist())
 
 
-def _without_repeated(text: str, repeated: frozenset[int], min_chars: int, stats: StageStats) -> str:
+def _without_repeated(text: str, repeated: frozenset[int], config: ParagraphDedupConfig, stats: StageStats) -> str:
     if not repeated:
         return text
     kept = []
     for line in text.split("\n"):
-        key = line_key(line)
-        if len(key) >= min_chars and key64(key) in repeated:
+        key = normalize_text(line, config.normalization)
+        if len(key) >= config.min_line_chars and key64(key) in repeated:
             stats.notes["lines_removed"] += 1
             stats.notes["chars_removed"] += len(line)
         else:

@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from configs.dedup import DedupConfig
+from configs.dedup import DedupConfig, ParagraphDedupConfig
 from storage.document_shard import read_documents
 from storage.arrays import save_array
 from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, tokens
-from tasks.dedup.normalize import key64, line_key, normalize_text, normalize_url
+from tasks.dedup.normalize import key64, normalize_text, normalize_url
 from tasks.dedup.shuffle import write_buckets
 
 KEY_SCHEMA = pa.schema([("doc", pa.int64()), ("id", pa.string()), ("date", pa.string()), ("length", pa.int64()),
@@ -84,18 +84,19 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
         write_buckets(band_table, "band_key", config.buckets, f"{work}/bands", name)
 
     if config.paragraphs.enabled:
-        write_buckets(_paragraph_rows(texts, docs, text_keys, config.paragraphs.min_line_chars), "paragraph_key",
+        write_buckets(_paragraph_rows(texts, docs, text_keys, config.paragraphs), "paragraph_key",
                       config.buckets, f"{work}/paragraphs", name)
     return {"part": part, "documents": len(texts), "without_shingles": without_shingles,
             "seconds": round(time.perf_counter() - started, 4)}
 
 
-def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int], min_chars: int) -> pa.Table:
+def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int],
+                    config: ParagraphDedupConfig) -> pa.Table:
     paragraph_keys, owners, owner_texts = [], [], []
     for text, doc, text_key in zip(texts, docs.tolist(), text_keys):
-        distinct = {line_key(line) for line in text.split("\n")}
+        distinct = {normalize_text(line, config.normalization) for line in text.split("\n")}
         for key in distinct:
-            if len(key) >= min_chars:
+            if len(key) >= config.min_line_chars:
                 paragraph_keys.append(key64(key))
                 owners.append(doc)
                 owner_texts.append(text_key)

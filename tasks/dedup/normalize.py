@@ -37,11 +37,6 @@ def normalize_text(text: str, config: TextNormalization) -> str:
     return text
 
 
-def line_key(line: str) -> str:
-    """Lines equal up to case, digits and spacing are the same line ("© 2019 ACME" = "© 2023 Acme")."""
-    return _DIGITS.sub("0", " ".join(line.split()).casefold())
-
-
 def normalize_url(url: str) -> str:
     """The page a URL names: scheme, `www.`, default port, fragment, trailing slash, tracking parameters and
     parameter order do not matter."""

@@ -1,0 +1,106 @@
+"""Dedup's building blocks: normalized keys, shingles, MinHash signatures, LSH shape, grouping and ranking."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from configs.dedup import MinHashConfig, TextNormalization
+from tasks.dedup.groups import candidate_pairs, star_edges
+from tasks.dedup.minhash import band_keys, estimated_jaccard, shingle_hashes, signatures, tokens
+from tasks.dedup.normalize import normalize_text, normalize_url
+from tasks.dedup.ranking import rank_key
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("https://www.example.com/page/", "http://example.com/page"),
+    ("https://example.com/p?b=2&a=1#top", "https://example.com/p?a=1&b=2"),
+    ("https://example.com/p?utm_source=x&id=3&fbclid=y", "https://example.com/p?id=3"),
+    ("https://Example.COM:443/p", "https://example.com/p"),
+])
+def test_urls_naming_the_same_page_normalize_equal(a, b):
+    assert normalize_url(a) == normalize_url(b)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("https://example.com/p?id=3", "https://example.com/p?id=4"),
+    ("https://example.com/a", "https://example.org/a"),
+    ("https://example.com:8080/a", "https://example.com/a"),
+])
+def test_different_pages_normalize_different(a, b):
+    assert normalize_url(a) != normalize_url(b)
+
+
+def test_a_malformed_url_is_its_own_key():
+    assert normalize_url("http://[::1/broken") == "http://[::1/broken"
+
+
+def test_text_normalization_options():
+    text = "  Hello,\tWORLD  2024! "
+    assert normalize_text(text, TextNormalization()) == "hello, world 2024!"
+    assert normalize_text(text, TextNormalization(strip_punctuation=True, digits_to_zero=True)) == "hello world 0000"
+    assert normalize_text(text, TextNormalization(lowercase=False, collapse_whitespace=False)) == text
+
+
+def test_shingles_of_short_empty_and_unspaced_text():
+    config = MinHashConfig()
+    assert shingle_hashes(tokens("", "en", config), 5).size == 0
+    assert shingle_hashes(tokens("two words", "en", config), 5).size == 1
+    assert shingle_hashes(tokens("one two three four five six", "en", config), 5).size == 2
+    chinese = tokens("数据去重很重要", "zh", config)
+    assert chinese == list("数据去重很重要")  # characters, since Chinese has no spaces between words
+    assert shingle_hashes(chinese, 5).size == 3
+
+
+def test_signatures_estimate_jaccard_and_are_seeded():
+    rng = np.random.default_rng(0)
+    universe = rng.choice(2**32, size=3000, replace=False).astype(np.uint32)
+    a, b = np.unique(universe[:2000]), np.unique(universe[1000:3000])   # Jaccard 1000 / 3000
+    matrix = signatures([a, b, a, np.empty(0, np.uint32)], 256, seed=1)
+    assert estimated_jaccard(matrix[0], matrix[2]) == 1.0
+    assert abs(estimated_jaccard(matrix[0], matrix[1]) - 1 / 3) < 0.08
+    assert (matrix[3] == np.iinfo(np.uint32).max).all()
+    assert (signatures([a], 256, seed=1) == matrix[:1]).all()
+    assert not (signatures([a], 256, seed=2) == matrix[:1]).all()
+
+
+def test_band_keys_match_only_on_equal_bands_and_scope():
+    matrix = np.random.default_rng(1).integers(0, 2**32, size=(3, 16), dtype=np.uint64).astype(np.uint32)
+    matrix[1, :8] = matrix[0, :8]           # same first band, different second band
+    keys = band_keys(matrix, 2, 8, np.zeros(3, np.int64))
+    assert keys[0, 0] == keys[1, 0] and keys[0, 1] != keys[1, 1] and not (keys[2] == keys[0]).any()
+    scoped = band_keys(matrix, 2, 8, np.array([1, 2, 1], np.int64))
+    assert scoped[0, 0] != scoped[1, 0]
+
+
+def test_lsh_shape_given_or_derived():
+    assert MinHashConfig().lsh_shape() == (14, 8)
+    bands, rows = MinHashConfig(bands=None, rows=None, target_jaccard=0.8, num_perm=128).lsh_shape()
+    assert bands * rows <= 128 and (1 / bands) ** (1 / rows) == pytest.approx(0.8, abs=0.1)
+    with pytest.raises(ValidationError, match="bands and rows"):
+        MinHashConfig(bands=10, rows=None)
+    with pytest.raises(ValidationError, match="target_jaccard"):
+        MinHashConfig(target_jaccard=0.8)
+
+
+def test_star_edges_join_each_group_to_its_smallest_document():
+    keys = np.array([7, 7, 7, 9, 5, 5], np.int64)
+    docs = np.array([30, 10, 20, 40, 60, 50], np.int64)
+    edges = star_edges(keys, docs)
+    assert sorted(zip(edges.column("a").to_pylist(), edges.column("b").to_pylist())) == [(20, 10), (30, 10), (60, 50)]
+
+
+def test_candidate_pairs_all_pairs_then_chain_and_star():
+    keys = np.array([1, 1, 1, 2], np.int64)
+    left, right = candidate_pairs(keys, np.array([3, 1, 2, 4], np.int64), max_group_pairs=8)
+    assert sorted(zip(left.tolist(), right.tolist())) == [(1, 2), (1, 3), (2, 3)]
+    group = np.arange(100, dtype=np.int64)
+    left, right = candidate_pairs(np.zeros(100, np.int64), group, max_group_pairs=8)
+    assert left.size == 2 * 100 - 3 and (left < right).all()
+
+
+def test_keep_policies_rank_copies():
+    copies = [("b", "2024-05-01T00:00:00Z", 10), ("a", "2024-05-01T00:00:00Z", 10), ("c", "2023-01-01T00:00:00Z", 99),
+              ("d", "", 5)]
+    best = {policy: min(copies, key=lambda c: rank_key(policy, *c))[0] for policy in ("first_seen", "newest", "longest")}
+    assert best == {"first_seen": "c", "newest": "a", "longest": "c"}
