@@ -1,5 +1,5 @@
 """The dedup steps run in-process on hand-made document shards (the Prefect + Dask wiring is tested end to end
-in test_dedup_e2e.py): decisions, reasons, repeated paragraphs, and results that do not depend on which shard a
+in test_flow_e2e.py): decisions, reasons, repeated paragraphs, and results that do not depend on which shard a
 document sits in, its neighbours or the number of buckets."""
 from __future__ import annotations
 
@@ -11,12 +11,7 @@ import pytest
 from configs.dedup import DedupConfig
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents
 from storage.parquet import read_table
-from tasks.dedup.apply import ApplyJob, apply_decisions
-from tasks.dedup.clusters import cluster_decisions
-from tasks.dedup.exact import exact_edges, url_losers
-from tasks.dedup.features import compute_features, part_name
-from tasks.dedup.lsh import verified_edges
-from tasks.dedup.paragraphs import repeated_paragraphs
+from tasks.dedup.in_process import dedup_shards
 
 FIXTURES = "dedup/cs336_fixtures"
 
@@ -38,29 +33,15 @@ def write_shards(root: Path, shards: list[list[dict]]) -> list[str]:
 
 
 def run_dedup(root: Path, shards: list[list[dict]], config: DedupConfig) -> tuple[dict, dict, dict]:
-    """The stage's steps in the flow's order; returns (kept id -> row, removed id -> reason, clusters result)."""
-    urls = write_shards(root, shards)
-    parts = [part_name(index) for index in range(len(urls))]
-    work = str(root / "work")
-    for index, url in enumerate(urls):
-        compute_features(url, index, work, config)
-    for bucket in range(config.buckets):
-        exact_edges(work, bucket, parts, config.exact.enabled)
-        url_losers(work, bucket, parts, config.url.enabled)
-        verified_edges(work, bucket, parts, config.minhash)
-    clusters = cluster_decisions(work, parts, urls, config)
-    if config.paragraphs.enabled:
-        for bucket in range(config.buckets):
-            repeated_paragraphs(work, bucket, parts, config.paragraphs)
+    """Returns (kept id -> row, removed id -> reason, the clustering step's result)."""
+    results = dedup_shards(write_shards(root, shards), str(root / "out"), config)
     kept, removed = {}, {}
-    for url, part in zip(urls, parts):
-        name = Path(url).name
-        job = ApplyJob(url, part, str(root / "out" / name), str(root / "removed" / name))
-        result = apply_decisions(job, work, config)
+    for result in results["shards"]:
         assert result["candidates"] == result["documents_out"] + sum(result["drops"].values())
-        kept |= {row["id"]: row for row in read_documents(job.output_url).to_pylist()}
-        removed |= {row["id"]: row["reason"] for row in read_table(job.removed_url).to_pylist()}
-    return kept, removed, clusters
+        kept |= {row["id"]: row for row in read_documents(result["output"]).to_pylist()}
+        removed_url = result["output"].replace("/shards/", "/removed/")
+        removed |= {row["id"]: row["reason"] for row in read_table(removed_url).to_pylist()}
+    return kept, removed, results["clusters"]
 
 
 def fixture_text(data_dir: Path, folder: str, name: str) -> str:

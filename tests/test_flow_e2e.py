@@ -128,8 +128,8 @@ def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, reci
 
 
 def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
-    """SIGKILL a Dask worker while it runs a shard: Dask reschedules the shard and the run completes with the
-    same documents as the undisturbed run."""
+    """SIGKILL a Dask worker while it runs an extraction shard, and another in the middle of the dedup stage:
+    Dask reschedules their tasks and the run completes with the same documents as the undisturbed run."""
     import signal
     import threading
     import time
@@ -141,23 +141,32 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
     from flows.dask_cluster import dask_cluster
 
     killed = []
+    store = tmp_path / "store"
 
-    def kill_a_busy_worker(client: Client) -> None:
+    def kill_a_busy_worker(client: Client, when=lambda: True) -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
+        while time.monotonic() < deadline:
             busy = [worker for worker, tasks in client.processing().items() if tasks]
-            if busy:
+            if busy and when():
                 pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
                 os.kill(pid, signal.SIGKILL)
                 killed.append(busy[0])
-            time.sleep(0.05)
+                return
+            time.sleep(0.02)
+
+    def dedup_started() -> bool:  # a dedup step has finished a task: the stage is under way
+        return any(store.glob("dedup/*/work/records/features/*.json"))
+
+    def kill_twice(client: Client) -> None:
+        kill_a_busy_worker(client)
+        kill_a_busy_worker(client, dedup_started)
 
     with dask_cluster(DaskConfig(n_workers=2)) as address, Client(address) as client:
-        threading.Thread(target=kill_a_busy_worker, args=(client,), daemon=True).start()
-        disturbed = recipe.model_copy(update={"store": str(tmp_path / "store"),
+        threading.Thread(target=kill_twice, args=(client,), daemon=True).start()
+        disturbed = recipe.model_copy(update={"store": str(store),
                                               "dask": DaskConfig(address=address)})
         stages = curation_flow(disturbed)["stages"]
-    assert killed, "no worker was busy long enough to be killed"
+    assert len(killed) == 2, "no worker was busy long enough to be killed in each stage"
     assert stages["extract"]["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
     # Byte-identical shards of both stages in a fresh store, with a worker lost on the way.
     assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
