@@ -163,7 +163,8 @@ def census(files: list[Path]) -> dict:
 
 
 class TreeCpu:
-    """CPU seconds (user + system) of a process and all its descendants, polled with psutil.
+    """CPU seconds (user + system) of a process and all its descendants, polled with psutil; also the peak
+    resident memory of the largest single process and of the whole tree at one poll.
 
     RUSAGE_CHILDREN misses processes nobody waits for (datatrove's forkserver pool, Dask's workers), so the
     harness polls the tree every `interval` seconds and keeps each process's last value; a process's last
@@ -175,6 +176,8 @@ class TreeCpu:
 
         self._psutil, self._root, self._interval = psutil, psutil.Process(pid), interval
         self._seen: dict[tuple[int, float], float] = {}
+        self.peak_process_rss = 0
+        self.peak_tree_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -184,11 +187,16 @@ class TreeCpu:
             procs = [self._root, *self._root.children(recursive=True)]
         except self._psutil.Error:
             return
+        tree_rss = 0
         for proc in procs:
             with contextlib.suppress(self._psutil.Error):
                 times = proc.cpu_times()
                 key = (proc.pid, proc.create_time())
                 self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
+                rss = proc.memory_info().rss
+                tree_rss += rss
+                self.peak_process_rss = max(self.peak_process_rss, rss)
+        self.peak_tree_rss = max(self.peak_tree_rss, tree_rss)
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -218,7 +226,8 @@ def run_json(command: list[str], log, label: str, timeout: float = 1800,
     wall = time.perf_counter() - started
     cpu, processes = sampler.stop()
     cost = {"process_seconds": round(wall, 3), "process_tree_cpu_seconds": round(cpu, 2),
-            "processes_seen": processes,
+            "processes_seen": processes, "peak_process_rss_mb": round(sampler.peak_process_rss / 2**20, 1),
+            "peak_tree_rss_mb": round(sampler.peak_tree_rss / 2**20, 1),
             "loadavg_1min_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     lines = []
     for line in stdout.splitlines():

@@ -7,8 +7,8 @@ from pydantic import ValidationError
 
 from configs.dedup import MinHashConfig, TextNormalization
 from tasks.dedup.groups import candidate_pairs, star_edges
-from tasks.dedup.minhash import band_keys, estimated_jaccard, shingle_hashes, signatures, tokens
-from tasks.dedup.normalize import normalize_text, normalize_url
+from tasks.dedup.minhash import band_keys, estimated_jaccard, shingle_hashes, signatures, token_hashes
+from tasks.dedup.normalize import normalize_lines, normalize_text, normalize_url
 from tasks.dedup.ranking import rank_key
 
 
@@ -44,12 +44,21 @@ def test_text_normalization_options():
 
 def test_shingles_of_short_empty_and_unspaced_text():
     config = MinHashConfig()
-    assert shingle_hashes(tokens("", "en", config), 5).size == 0
-    assert shingle_hashes(tokens("two words", "en", config), 5).size == 1
-    assert shingle_hashes(tokens("one two three four five six", "en", config), 5).size == 2
-    chinese = tokens("数据去重很重要", "zh", config)
-    assert chinese == list("数据去重很重要")  # characters, since Chinese has no spaces between words
+    assert shingle_hashes(token_hashes("", "en", config), 5).size == 0
+    assert shingle_hashes(token_hashes(" \n ", "en", config), 5).size == 0
+    assert shingle_hashes(token_hashes("two words", "en", config), 5).size == 1
+    assert shingle_hashes(token_hashes("one two three four five six", "en", config), 5).size == 2
+    chinese = token_hashes("数据去重很重要", "zh", config)
+    assert chinese.size == 7  # characters, since Chinese has no spaces between words
     assert shingle_hashes(chinese, 5).size == 3
+
+
+def test_word_hashes_depend_on_the_word_only():
+    config = MinHashConfig()
+    hashes = token_hashes("Alpha beta  ALPHA\tgamma béta alphab", "en", config)
+    assert hashes.size == 6
+    assert hashes[0] == hashes[2] and len(set(hashes.tolist())) == 5
+    assert token_hashes("beta", "en", config)[0] == hashes[1]
 
 
 def test_signatures_estimate_jaccard_and_are_seeded():
@@ -104,3 +113,9 @@ def test_keep_policies_rank_copies():
               ("d", "", 5)]
     best = {policy: min(copies, key=lambda c: rank_key(policy, *c))[0] for policy in ("first_seen", "newest", "longest")}
     assert best == {"first_seen": "c", "newest": "a", "longest": "c"}
+
+
+def test_lines_normalize_as_each_line_alone():
+    text = "  Menu \u00a0 HOME\n\n© 2019 ACME, Inc.\nİstanbul ŞEHİR\t12"
+    config = TextNormalization(digits_to_zero=True)
+    assert normalize_lines(text, config) == [normalize_text(line, config) for line in text.split("\n")]

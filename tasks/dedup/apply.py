@@ -14,7 +14,7 @@ from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import read_table, write_table
 from tasks.dedup.features import doc_numbers
-from tasks.dedup.normalize import key64, normalize_text
+from tasks.dedup.normalize import key64, normalize_lines
 from tasks.dedup.paragraphs import repeated_path
 from tasks.stats import StageStats
 
@@ -81,8 +81,7 @@ def _without_repeated(text: str, repeated: frozenset[int], config: ParagraphDedu
     if not repeated:
         return text
     kept = []
-    for line in text.split("\n"):
-        key = normalize_text(line, config.normalization)
+    for line, key in zip(text.split("\n"), normalize_lines(text, config.normalization)):
         if len(key) >= config.min_line_chars and key64(key) in repeated:
             stats.notes["lines_removed"] += 1
             stats.notes["chars_removed"] += len(line)

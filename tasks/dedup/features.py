@@ -18,8 +18,8 @@ import pyarrow as pa
 from configs.dedup import DedupConfig, ParagraphDedupConfig
 from storage.document_shard import read_documents
 from storage.arrays import save_array
-from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, tokens
-from tasks.dedup.normalize import key64, normalize_text, normalize_url
+from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, token_hashes
+from tasks.dedup.normalize import key64, normalize_lines, normalize_text, normalize_url
 from tasks.dedup.shuffle import write_buckets
 
 KEY_SCHEMA = pa.schema([("doc", pa.int64()), ("id", pa.string()), ("date", pa.string()), ("length", pa.int64()),
@@ -70,7 +70,7 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
     without_shingles = 0
     if config.minhash.enabled:
         bands, rows = config.minhash.lsh_shape()
-        shingles = [shingle_hashes(tokens(text, lang or "", config.minhash), config.minhash.ngram)
+        shingles = [shingle_hashes(token_hashes(text, lang or "", config.minhash), config.minhash.ngram)
                     for text, lang in zip(texts, table.column("lang").to_pylist())]
         matrix = signatures(shingles, bands * rows, config.minhash.seed)
         save_array(matrix, signatures_path(work, name))
@@ -94,7 +94,7 @@ def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int],
                     config: ParagraphDedupConfig) -> pa.Table:
     paragraph_keys, owners, owner_texts = [], [], []
     for text, doc, text_key in zip(texts, docs.tolist(), text_keys):
-        distinct = {normalize_text(line, config.normalization) for line in text.split("\n")}
+        distinct = set(normalize_lines(text, config.normalization))
         for key in distinct:
             if len(key) >= config.min_line_chars:
                 paragraph_keys.append(key64(key))

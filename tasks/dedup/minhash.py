@@ -1,13 +1,13 @@
 """MinHash signatures (datasketch) over word or character n-gram shingles, and LSH band keys.
 
-Shingle hashes are computed with numpy (CRC32 per token, combined over the n-gram polynomially, folded to 32
-bits) and handed to datasketch's batch path (`MinHash.generator` -> `update_batch`, affine32 scheme), whose
-hash function is then the identity; that keeps per-shingle Python work to one list element.
+Shingles are hashed with numpy, never one Python call per word: a word's hash is a polynomial over its UTF-8
+bytes (summed per word with `np.add.reduceat`), a character's is its code point; n consecutive token hashes are
+combined polynomially and folded to 32 bits. The shingle hashes go to datasketch's batch path
+(`MinHash.generator` -> `update_batch`, affine32 scheme) with the identity as its hash function.
 """
 from __future__ import annotations
 
 import operator
-import zlib
 
 import numpy as np
 from datasketch import MinHash
@@ -17,23 +17,35 @@ from configs.dedup import MinHashConfig
 from tasks.dedup.normalize import normalize_text
 
 _MIX = np.uint64(0x100000001B3)          # FNV-1a 64-bit prime: mixes token hashes into an n-gram hash
+_BYTE_BASE = np.uint64(0x9E3779B97F4A7C15)
+_SPACE = 32
 
 
-def tokens(text: str, lang: str, config: MinHashConfig) -> list[str]:
-    """Words of the normalized text, or its characters (spaces dropped) for scripts written without spaces."""
-    normalized = normalize_text(text, config.normalization)
+def token_hashes(text: str, lang: str, config: MinHashConfig) -> np.ndarray:
+    """64-bit hashes of the normalized text's words (split on whitespace), or of its characters (spaces
+    dropped) for scripts written without spaces between words."""
+    normalized = " ".join(normalize_text(text, config.normalization).split())
     if lang in config.character_languages:
-        return list(normalized.replace(" ", ""))
-    return normalized.split()
+        return np.frombuffer(normalized.replace(" ", "").encode("utf-32-le", "surrogatepass"),
+                             dtype=np.uint32).astype(np.uint64)
+    data = np.frombuffer(normalized.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    if data.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    is_space = data == _SPACE
+    word_of_byte = np.cumsum(is_space)[~is_space]              # words are separated by exactly one space
+    letters = data[~is_space].astype(np.uint64)
+    starts = np.flatnonzero(np.r_[True, word_of_byte[1:] != word_of_byte[:-1]])
+    position = np.arange(letters.size) - np.repeat(starts, np.diff(np.r_[starts, letters.size]))
+    powers = np.cumprod(np.full(int(position.max()) + 1, _BYTE_BASE, dtype=np.uint64))  # wraps mod 2^64
+    lengths = np.diff(np.r_[starts, letters.size]).astype(np.uint64)
+    return np.add.reduceat((letters + np.uint64(1)) * powers[position], starts) + lengths
 
 
-def shingle_hashes(words: list[str], ngram: int) -> np.ndarray:
-    """Unique 32-bit hashes of the n-grams; a text shorter than n tokens is one shingle, an empty one none."""
-    if not words:
+def shingle_hashes(tokens: np.ndarray, ngram: int) -> np.ndarray:
+    """Unique 32-bit hashes of the n-grams of token hashes; fewer than n tokens make one shingle, none none."""
+    if tokens.size == 0:
         return np.empty(0, dtype=np.uint32)
-    token_hashes = np.fromiter((zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words),
-                               dtype=np.uint64, count=len(words))
-    windows = sliding_window_view(token_hashes, min(ngram, len(words)))
+    windows = sliding_window_view(tokens, min(ngram, tokens.size))
     combined = np.zeros(len(windows), dtype=np.uint64)
     for column in windows.T:
         combined = combined * _MIX + column

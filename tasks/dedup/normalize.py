@@ -13,8 +13,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from configs.dedup import TextNormalization
 
-_DIGITS = re.compile(r"\d")
-_SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d")   # decimal digits of any script
+_ASCII_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+_OTHER_NON_WORD = re.compile(r"[^\w\s\x00-\x7f]")
 # Query parameters that track the visitor, not the content (Google/Facebook/Microsoft click ids, UTM, ...).
 _TRACKING_PARAMETERS = re.compile(r"^(utm_\w+|fbclid|gclid|dclid|msclkid|mc_cid|mc_eid|yclid|_ga|ref|ref_src|"
                                   r"sessionid|phpsessid|sid|jsessionid)$", re.IGNORECASE)
@@ -31,10 +32,30 @@ def normalize_text(text: str, config: TextNormalization) -> str:
     if config.digits_to_zero:
         text = _DIGITS.sub("0", text)
     if config.strip_punctuation:
-        text = "".join(" " if unicodedata.category(ch)[0] in "PS" else ch for ch in text)
+        text = _strip_punctuation(text)
     if config.collapse_whitespace:
-        text = _SPACES.sub(" ", text).strip()
+        text = " ".join(text.split())
     return text
+
+
+def normalize_lines(text: str, config: TextNormalization) -> list[str]:
+    """`normalize_text` of every line of `text`, with the case and character passes done once for the whole
+    text (they never touch a newline)."""
+    whole = normalize_text(text, config.model_copy(update={"collapse_whitespace": False}))
+    lines = whole.split("\n")
+    return [" ".join(line.split()) for line in lines] if config.collapse_whitespace else lines
+
+
+def _strip_punctuation(text: str) -> str:
+    r"""Punctuation and symbols (Unicode categories P*, S*) -> spaces. ASCII ones by one character class; the
+    rarer others are found among non-word characters and checked one by one (a class of every P/S code point
+    is ten times slower in `re`, and a marks-blind `[^\w\s]` would split words of Indic scripts apart)."""
+    text = _ASCII_PUNCTUATION.sub(" ", text)
+    return _OTHER_NON_WORD.sub(_space_if_punctuation, text)
+
+
+def _space_if_punctuation(match: re.Match) -> str:
+    return " " if unicodedata.category(match.group())[0] in "PS" else match.group()
 
 
 def normalize_url(url: str) -> str:

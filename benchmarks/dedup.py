@@ -1,0 +1,233 @@
+"""Dedup quality and speed, side by side: sluice's dedup stage (1 and 2 Dask workers) and datatrove 0.10.1's
+4-stage MinHash dedup, on the same extraction output of the seeded bench corpus.
+
+    .venv/bin/python benchmarks/dedup.py        # ~10 min on 2 cores; needs the peer venv (setup_peer.sh)
+
+Writes benchmarks/results/dedup.json. Everything else lives under benchmarks/_work/ (gitignored).
+
+What runs, each in a fresh process, one at a time:
+1. extraction of the bench corpus (`curation_flow` with dedup off; cached in _work/dedup-bench/extract-store).
+2. sluice's dedup stage as a Prefect flow on a Dask LocalCluster of 1 and of 2 workers, fresh store each time,
+   in two recipes: `full` (the demo's dedup: exact + URL + MinHash-LSH + repeated paragraphs) and `minhash`
+   (exact + MinHash only, what datatrove does). Stage wall = the manifest's `wall_seconds` (the stage's work,
+   without the one-time Prefect / Dask start-up, which is reported apart as `call_seconds`).
+3. datatrove (benchmarks/peer_dedup_datatrove.py, its own venv) with 1 and 2 workers, same 5-gram shingles and
+   14 x 8 bands x rows; its wall is the sum of its 4 executor runs (pool start-up included).
+Quality is scored against the corpus labels (benchmarks/dedup_quality.py) for every run. Peak memory is the
+largest resident set of any single process of the run's tree (psutil, polled every 0.5 s), and of the tree.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.dedup_quality import score  # noqa: E402
+from benchmarks.throughput import PEER_PYTHON, RESULTS, WORK, ensure_corpus, machine_info, run_json  # noqa: E402
+
+BENCH_WORK = WORK / "dedup-bench"
+PYTHON = str(ROOT / ".venv" / "bin" / "python")
+GOALS = {"precision": 0.99, "recall_at_0.85": 0.99, "recall_at_0.75": 0.90, "recall_exact": 1.0,
+         "speedup_vs_datatrove_per_core": 3.0, "scaling_2w_over_1w": 1.8}
+RECIPES = {
+    "full": {},
+    "minhash": {"url": {"enabled": False}, "paragraphs": {"enabled": False}},
+}
+NOT_DEDUP_DECISIONS = ("too_short_after_paragraph_dedup",)  # drops by paragraph removal are not duplicate calls
+
+
+# ----------------------------------------------------------------------------------------------- children
+
+
+def _recipe(store: str, corpus: str, dedup: dict, workers: int):
+    from configs.schema import load_recipe, parse_recipe
+
+    raw = load_recipe(ROOT / "configs" / "demo.yaml").model_dump(mode="json")
+    raw["input"]["paths"] = [corpus]
+    raw["store"] = store
+    raw["dedup"] = _merged(raw["dedup"], dedup)
+    raw["dask"]["n_workers"] = workers
+    raw["mlflow"]["experiment"] = "bench-dedup"
+    return parse_recipe(raw)
+
+
+def _merged(base: dict, override: dict) -> dict:
+    return {key: _merged(value, override[key]) if isinstance(value, dict) and key in override
+            else override.get(key, value) for key, value in base.items()}
+
+
+def extract_child(args) -> int:
+    from flows.curation import curation_flow
+
+    recipe = _recipe(args.store, args.corpus, {"enabled": False}, 2)
+    print(json.dumps(curation_flow(recipe)["stages"]["extract"]))
+    return 0
+
+
+def stage_child(args) -> int:
+    import time
+
+    from prefect import flow
+    from prefect_dask import DaskTaskRunner
+
+    from flows.dask_cluster import dask_cluster
+    from flows.dedup_stage import dedup_stage_flow
+
+    recipe = _recipe(args.store, args.corpus, json.loads(args.dedup), args.workers)
+    parent = json.loads(args.parent)
+
+    @flow(name="bench-dedup")
+    def bench() -> dict:
+        with dask_cluster(recipe.dask) as address:
+            return dedup_stage_flow.with_options(task_runner=DaskTaskRunner(address=address))(recipe, parent)
+
+    started = time.perf_counter()
+    result = bench()
+    print(json.dumps(result | {"call_seconds": round(time.perf_counter() - started, 2)}))
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------- harness
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def record_ids(extract: dict) -> dict[str, str]:
+    """Our document id -> WARC-Record-ID, from the extraction shards (the labels are keyed by record id)."""
+    from storage.document_shard import read_documents
+
+    ids = {}
+    for path in sorted((Path(extract["manifest"]).parent / "shards").glob("*.parquet")):
+        table = read_documents(str(path), ["id", "warc_record_id"])
+        ids |= dict(zip(table.column("id").to_pylist(), table.column("warc_record_id").to_pylist()))
+    return ids
+
+
+def quality(labels: Path, ids: dict[str, str], removed: set[str]) -> dict:
+    result = score(str(labels), [(record, doc_id not in removed) for doc_id, record in ids.items()])
+    result["false_positive_examples"] = result["false_positive_examples"][:5]
+    return result
+
+
+def ours_removed(stage: dict) -> set[str]:
+    from storage.parquet import read_table
+
+    removed = set()
+    for path in sorted((Path(stage["manifest"]).parent / "removed").glob("*.parquet")):
+        for row in read_table(str(path), ["id", "reason"]).to_pylist():
+            if row["reason"] not in NOT_DEDUP_DECISIONS:
+                removed.add(row["id"])
+    return removed
+
+
+def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, labels: Path) -> dict:
+    store = BENCH_WORK / f"store-{name}-w{workers}"
+    shutil.rmtree(store, ignore_errors=True)
+    lines, cost, _ = run_json([PYTHON, str(Path(__file__)), "_stage", "--store", str(store), "--corpus", str(corpus),
+                               "--workers", str(workers), "--dedup", json.dumps(RECIPES[name]),
+                               "--parent", json.dumps(extract)], log, f"sluice dedup {name} w{workers}")
+    stage = lines[-1]
+    report = json.loads((Path(stage["manifest"]).parent / "report" / "report.json").read_text())
+    stats = stage["stats"]
+    return {"stage_seconds": stats["wall_seconds"], "call_seconds": stage["call_seconds"],
+            "steps": report["tables"]["steps"], "documents_in": stats["candidates"],
+            "documents_out": stats["documents_out"], "drops": stats["drops"], "notes": stats["notes"],
+            "quality": quality(labels, ids, ours_removed(stage))} | cost
+
+
+def run_peer(workers: int, extract: dict, ids: dict, labels: Path) -> dict:
+    work = BENCH_WORK / f"datatrove-w{workers}"
+    shutil.rmtree(work, ignore_errors=True)
+    shards = Path(extract["manifest"]).parent / "shards"
+    lines, cost, _ = run_json([str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_dedup_datatrove.py"), str(shards),
+                               "--work", str(work), "--workers", str(workers)], log, f"datatrove dedup w{workers}")
+    peer = lines[-1]
+    return {"seconds": peer["seconds"], "peak_rss_mb_self_reported": peer["peak_rss_mb"],
+            "documents_in": peer["documents_in"], "removed": len(peer["removed_ids"]),
+            "quality": quality(labels, ids, set(peer["removed_ids"]))} | cost
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return round(numerator / denominator, 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="child")
+    for name in ("_extract", "_stage"):
+        child = sub.add_parser(name)
+        child.add_argument("--store", required=True)
+        child.add_argument("--corpus", required=True)
+        child.add_argument("--workers", type=int, default=1)
+        child.add_argument("--dedup", default="{}")
+        child.add_argument("--parent", default="{}")
+    parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ and labels.jsonl (default: bench)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "dedup.json")
+    args = parser.parse_args(argv)
+    if args.child == "_extract":
+        return extract_child(args)
+    if args.child == "_stage":
+        return stage_child(args)
+
+    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    labels = corpus / "labels.jsonl"
+    BENCH_WORK.mkdir(parents=True, exist_ok=True)
+    lines, extract_cost, _ = run_json([PYTHON, str(Path(__file__)), "_extract", "--corpus", str(corpus / "warc"),
+                                       "--store", str(BENCH_WORK / "extract-store")], log, "extraction (cached)")
+    extract = lines[-1]
+    ids = record_ids(extract)
+    runs = {"datatrove_w1": run_peer(1, extract, ids, labels)}
+    for name in RECIPES:
+        runs[f"sluice_{name}_w1"] = run_ours(name, 1, extract, corpus / "warc", ids, labels)
+    runs["datatrove_w2"] = run_peer(2, extract, ids, labels)
+    for name in RECIPES:
+        runs[f"sluice_{name}_w2"] = run_ours(name, 2, extract, corpus / "warc", ids, labels)
+
+    ours, ours2, peer, peer2 = (runs["sluice_full_w1"], runs["sluice_full_w2"], runs["datatrove_w1"],
+                                runs["datatrove_w2"])
+    headline = ours["quality"]
+    result = {
+        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/dedup.py",
+                                                     *(argv if argv is not None else sys.argv[1:])]),
+        "date": dt.datetime.now().isoformat(timespec="minutes"),
+        "corpus": corpus_origin,
+        "documents_in": ours["documents_in"],
+        "precision": headline["precision"],
+        "recall_exact": headline["recall_exact"],
+        "recall_by_jaccard": headline["recall_by_jaccard"],
+        "pairs_by_jaccard": headline["counts_by_jaccard"],
+        "peer_precision": peer["quality"]["precision"],
+        "peer_recall_exact": peer["quality"]["recall_exact"],
+        "peer_recall_by_jaccard": peer["quality"]["recall_by_jaccard"],
+        # per core: each side on one worker process; sluice's stage wall vs datatrove's four executor runs
+        "speedup_vs_datatrove_per_core": ratio(peer["seconds"]["total"], ours["stage_seconds"]),
+        "speedup_vs_datatrove_per_core_same_work": ratio(peer["seconds"]["total"],
+                                                         runs["sluice_minhash_w1"]["stage_seconds"]),
+        "speedup_vs_datatrove_2_workers": ratio(peer2["seconds"]["total"], ours2["stage_seconds"]),
+        "scaling_2w_over_1w": ratio(ours["stage_seconds"], ours2["stage_seconds"]),
+        "peer_scaling_2w_over_1w": ratio(peer["seconds"]["total"], peer2["seconds"]["total"]),
+        "peak_rss_mb": ours["peak_process_rss_mb"],
+        "peer_peak_rss_mb": peer["peak_process_rss_mb"],
+        "goals": GOALS,
+        "runs": runs,
+        "extraction": {"manifest": extract["manifest"], "cost": extract_cost},
+        "machine": machine_info(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    log(json.dumps({key: value for key, value in result.items() if key not in ("runs", "machine", "extraction")},
+                   indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
