@@ -118,15 +118,51 @@ def quality(labels: Path, ids: dict[str, str], removed: set[str]) -> dict:
     return result
 
 
-def ours_removed(stage: dict) -> set[str]:
+def ours_removed(stage: dict) -> dict[str, dict]:
+    """Removed id -> its row in `removed/` (reason, dup_cluster = the keeper), duplicate decisions only."""
     from storage.parquet import read_table
 
-    removed = set()
+    removed = {}
     for path in sorted((Path(stage["manifest"]).parent / "removed").glob("*.parquet")):
-        for row in read_table(str(path), ["id", "reason"]).to_pylist():
+        for row in read_table(str(path)).to_pylist():
             if row["reason"] not in NOT_DEDUP_DECISIONS:
-                removed.add(row["id"])
+                removed[row["id"]] = row
     return removed
+
+
+def false_positives_on_text(extract: dict, labels: Path, removed: dict[str, dict]) -> dict:
+    """The label-level false positives looked at on the extracted text they were judged on: the exact 5-gram
+    Jaccard of each removed text with its keeper's, by label kind and generator variant. A removal the labels
+    call wrong whose text is >= 0.7 similar to what was kept is an extraction problem (two pages that came out
+    as the same text), not a dedup one."""
+    from collections import Counter
+
+    from configs.dedup import MinHashConfig
+    from storage.document_shard import read_documents
+    from tasks.dedup.minhash import shingle_hashes, token_hashes
+
+    config = MinHashConfig()
+    texts, records = {}, {}
+    for path in sorted((Path(extract["manifest"]).parent / "shards").glob("*.parquet")):
+        table = read_documents(str(path), ["id", "text", "lang", "warc_record_id"])
+        for row in table.to_pylist():
+            texts[row["id"]] = set(shingle_hashes(token_hashes(row["text"], row["lang"] or "", config), 5).tolist())
+            records[row["id"]] = row["warc_record_id"]
+    label_of = {}
+    for line in labels.read_text().splitlines():
+        label = json.loads(line)
+        label_of[label["record_id"]] = label
+    similar, kinds = [], Counter()
+    for doc_id, row in removed.items():
+        label = label_of.get(records[doc_id], {})
+        if label.get("dup_cluster") is not None:
+            continue
+        mine, kept = texts[doc_id], texts[row["dup_cluster"]]
+        jaccard = len(mine & kept) / max(1, len(mine | kept))
+        similar.append(jaccard)
+        kinds[f"{label.get('kind')}/{label.get('variant')} {'>=0.7' if jaccard >= 0.7 else '<0.7'}"] += 1
+    return {"false_positives": len(similar), "text_jaccard_at_least_0.7": sum(j >= 0.7 for j in similar),
+            "text_jaccard_min": round(min(similar), 3) if similar else None, "by_kind_variant": dict(kinds)}
 
 
 def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, labels: Path) -> dict:
@@ -138,10 +174,12 @@ def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, la
     stage = lines[-1]
     report = json.loads((Path(stage["manifest"]).parent / "report" / "report.json").read_text())
     stats = stage["stats"]
+    removed = ours_removed(stage)
     return {"stage_seconds": stats["wall_seconds"], "call_seconds": stage["call_seconds"],
             "steps": report["tables"]["steps"], "documents_in": stats["candidates"],
             "documents_out": stats["documents_out"], "drops": stats["drops"], "notes": stats["notes"],
-            "quality": quality(labels, ids, ours_removed(stage))} | cost
+            "quality": quality(labels, ids, set(removed)),
+            "false_positives_on_text": false_positives_on_text(extract, labels, removed)} | cost
 
 
 def run_peer(workers: int, extract: dict, ids: dict, labels: Path) -> dict:
@@ -202,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": corpus_origin,
         "documents_in": ours["documents_in"],
         "precision": headline["precision"],
+        "precision_on_extracted_text": round(
+            (headline["true_positives"] + ours["false_positives_on_text"]["text_jaccard_at_least_0.7"])
+            / headline["removed"], 4),
         "recall_exact": headline["recall_exact"],
         "recall_by_jaccard": headline["recall_by_jaccard"],
         "pairs_by_jaccard": headline["counts_by_jaccard"],
