@@ -15,7 +15,8 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
     sizes = [int(size) for size, count in clusters["cluster_sizes"].items() for _ in range(count)]
     files = [cluster_size_histogram_png(sizes, os.path.join(folder, "cluster_sizes.png"))]
     tables = {"steps": steps,
-              "cluster sizes": [{"size": int(size), "clusters": count} for size, count in clusters["cluster_sizes"].items()]}
+              "cluster sizes": [{"size": int(size), "clusters": count}
+                                for size, count in clusters["cluster_sizes"].items()]}
     lines = ["## Deduplication",
              f"- scope: {config.scope}, keep: {config.keep}, buckets per shuffle: {config.buckets}",
              f"- clusters: {clusters['clusters']} holding {clusters['documents_in_clusters']} documents; "
@@ -38,7 +39,8 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
         lines.append(f"- paragraphs: {stats.notes['repeated_paragraphs']} of {stats.notes['distinct_paragraphs']} "
                      f"distinct paragraphs repeated in >= {config.paragraphs.min_documents} distinct documents; "
                      f"{stats.notes['lines_removed']} lines ({stats.notes['chars_removed']:,} characters) removed")
-    lines += ["", "| step | tasks | wall s | task s |", "|---|---|---|---|",
-              *[f"| {s['step']} | {s['tasks']} | {s['wall_seconds']} | {s['task_seconds']} |" for s in steps],
+    lines += ["", "| step | tasks | wall s | task s | worker peak RSS MB |", "|---|---|---|---|---|",
+              *[f"| {s['step']} | {s['tasks']} | {s['wall_seconds']} | {s['task_seconds']} | "
+                f"{s['worker_peak_rss_mb']} |" for s in steps],
               "", "## Example clusters", "", example_clusters_markdown(clusters["examples"])]
     return StageReport(markdown="\n".join(lines), tables=tables, files=files)

@@ -43,7 +43,8 @@ def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
             started = time.perf_counter()
             results = run()
             steps.append({"step": name, "tasks": len(results), "wall_seconds": round(time.perf_counter() - started, 3),
-                          "task_seconds": round(sum(r.get("seconds", 0.0) for r in results), 3)})
+                          "task_seconds": round(sum(r.get("seconds", 0.0) for r in results), 3),
+                          "worker_peak_rss_mb": max((r["worker_peak_rss_mb"] for r in results), default=None)})
             return results
 
         features = step("features", lambda: map_tasks(features_task, list(zip(shard_urls, parts)),

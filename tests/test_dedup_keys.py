@@ -111,7 +111,8 @@ def test_candidate_pairs_all_pairs_then_chain_and_star():
 def test_keep_policies_rank_copies():
     copies = [("b", "2024-05-01T00:00:00Z", 10), ("a", "2024-05-01T00:00:00Z", 10), ("c", "2023-01-01T00:00:00Z", 99),
               ("d", "", 5)]
-    best = {policy: min(copies, key=lambda c: rank_key(policy, *c))[0] for policy in ("first_seen", "newest", "longest")}
+    best = {policy: min(copies, key=lambda c: rank_key(policy, *c))[0]
+            for policy in ("first_seen", "newest", "longest")}
     assert best == {"first_seen": "c", "newest": "a", "longest": "c"}
 
 

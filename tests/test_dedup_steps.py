@@ -153,7 +153,8 @@ def test_copies_count_once_and_results_do_not_depend_on_placement(tmp_path, arti
 
 
 def test_empty_and_short_documents_and_an_empty_shard(tmp_path, articles):
-    docs = [document("one-word", "Hello"), document("one-word-copy", "hello"), document("cjk", "数据去重" * 30, lang="zh"),
+    docs = [document("one-word", "Hello"), document("one-word-copy", "hello"),
+            document("cjk", "数据去重" * 30, lang="zh"),
             document("cjk-copy", "数据去重" * 30 + "。", lang="zh"), document("long", articles[0])]
     kept, removed, _ = run_dedup(tmp_path, [docs, []], DedupConfig())
     assert removed == {"one-word-copy": "exact_duplicate", "cjk-copy": "near_duplicate"}

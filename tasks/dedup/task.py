@@ -2,6 +2,7 @@
 (`run_once`), so a rerun after a killed worker or a killed run picks up where it stopped."""
 from __future__ import annotations
 
+import resource
 import time
 from typing import Callable
 
@@ -21,17 +22,21 @@ def _record(work: str, step: str, name: object) -> str:
     return f"{work}/records/{step}/{name}.json"
 
 
-def _timed(compute: Callable[[], dict]) -> Callable[[], dict]:
+def _measured(compute: Callable[[], dict]) -> Callable[[], dict]:
+    """Adds the step's seconds and the worker process's peak resident memory so far (Linux: KiB -> MiB)."""
     def run() -> dict:
         started = time.perf_counter()
-        return compute() | {"seconds": round(time.perf_counter() - started, 4)}
+        result = compute()
+        return result | {"seconds": round(time.perf_counter() - started, 4),
+                         "worker_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     return run
 
 
 @task(name="dedup-features", retries=1, retry_delay_seconds=2, task_run_name="dedup features {job[1]}")
 def features_task(job: tuple[str, str], work: str, config: DedupConfig) -> dict:
     shard_url, part = job
-    return run_once(_record(work, "features", part), lambda: compute_features(shard_url, int(part), work, config))
+    return run_once(_record(work, "features", part),
+                    _measured(lambda: compute_features(shard_url, int(part), work, config)))
 
 
 @task(name="dedup-edges", retries=1, retry_delay_seconds=2, task_run_name="dedup edges bucket {bucket}")
@@ -40,20 +45,21 @@ def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) ->
     def compute() -> dict:
         return {"bucket": bucket} | exact_edges(work, bucket, parts, config.exact.enabled) \
             | url_losers(work, bucket, parts, config.url.enabled) | verified_edges(work, bucket, parts, config.minhash)
-    return run_once(_record(work, "edges", bucket), _timed(compute))
+    return run_once(_record(work, "edges", bucket), _measured(compute))
 
 
 @task(name="dedup-clusters", retries=1, retry_delay_seconds=2)
 def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
-    return run_once(_record(work, "clusters", "all"), _timed(lambda: cluster_decisions(work, parts, shard_urls, config)))
+    return run_once(_record(work, "clusters", "all"),
+                    _measured(lambda: cluster_decisions(work, parts, shard_urls, config)))
 
 
 @task(name="dedup-paragraphs", retries=1, retry_delay_seconds=2, task_run_name="dedup paragraphs bucket {bucket}")
 def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
     return run_once(_record(work, "paragraphs", bucket),
-                    _timed(lambda: repeated_paragraphs(work, bucket, parts, config.paragraphs)))
+                    _measured(lambda: repeated_paragraphs(work, bucket, parts, config.paragraphs)))
 
 
 @task(name="dedup-apply", retries=1, retry_delay_seconds=2, task_run_name="dedup apply {job.part}")
 def apply_task(job: ApplyJob, work: str, config: DedupConfig) -> dict:
-    return run_once(job.output_url + ".stats.json", lambda: apply_decisions(job, work, config))
+    return run_once(job.output_url + ".stats.json", _measured(lambda: apply_decisions(job, work, config)))
