@@ -9,8 +9,8 @@
   comparison with the flow's extract stage is like for like.
 - `raw`: FastWARC ArchiveIterator (responses, HTTP parsed) + Resiliparse `extract_plain_text(main_content=True)`
   + fastText predict on the first 4,000 characters, nothing else (no charset cascade beyond Resiliparse's
-  detection, no content-encoding decoding, no boilerplate pass, no URL filter, no Parquet): a reference for what
-  the libraries alone cost.
+  detection, no content-encoding decoding, no HTML-to-text post-filters, no URL filter, no Parquet): a reference
+  for what the libraries alone cost.
 
 Prints one JSON line per mode. `--profile FILE` runs the sluice loop under cProfile and writes the top functions
 (cumulative and own time) plus a per-phase breakdown per candidate document to FILE.
@@ -41,7 +41,6 @@ PHASES = {
     "charset detect + decode": ("tasks/extract/charset.py", "decode_html"),
     "HTML -> text": ("tasks/extract/html_text.py", "html_to_text"),
     "URL filter": ("tasks/extract/url_filter.py", "blocked_reason"),
-    "boilerplate pass": ("tasks/extract/boilerplate.py", "remove_repeated_lines"),
     "language ID": ("tasks/extract/langid.py", "predict"),
     "language ID model load": ("tasks/extract/langid.py", "_load"),
     "Parquet write": ("storage/document_shard.py", "write_documents"),

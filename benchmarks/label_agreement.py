@@ -5,7 +5,7 @@ agreement with the page labels, and whether pages with a wrong, missing or lying
         --out benchmarks/results/label_agreement.json
 
 "Readable" is strict: the text we extract equals the text extracted from the same HTTP body decoded with
-the charset the generator really used (`charset_actual`), both without the boilerplate pass.
+the charset the generator really used (`charset_actual`).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import platform
+import shlex
 import sys
 import tempfile
 from collections import Counter
@@ -63,12 +64,10 @@ def main() -> None:
     args = parser.parse_args()
     labels = [json.loads(line) for line in (args.corpus / "labels.jsonl").read_text().splitlines()]
     lid_model = str(shared_data_dir() / "lid" / "lid.176.ftz")
-    default = ExtractConfig()
-    no_boilerplate = default.model_copy(update={"boilerplate": default.boilerplate.model_copy(update={"enabled": False})})
+    config = ExtractConfig()
     with tempfile.TemporaryDirectory() as tmp:
-        documents = extract_corpus(args.corpus, default, Path(tmp) / "default", lid_model)
-        plain = extract_corpus(args.corpus, no_boilerplate, Path(tmp) / "plain", lid_model)
-    truths = truth_texts(args.corpus, labels, no_boilerplate)
+        documents = extract_corpus(args.corpus, config, Path(tmp), lid_model)
+    truths = truth_texts(args.corpus, labels, config)
 
     expected = {label["record_id"] for label in labels if label["expect_document"]}
     unexpected = {label["record_id"] for label in labels if not label["expect_document"]}
@@ -79,7 +78,7 @@ def main() -> None:
     for label in labels:
         if label["kind"] != "bad_charset":
             continue
-        got = plain.get(label["record_id"])
+        got = documents.get(label["record_id"])
         charset_rows.append({
             "variant": label.get("variant"), "http": label["charset_declared_http"],
             "meta": label["charset_declared_meta"], "actual": label["charset_actual"],
@@ -89,6 +88,8 @@ def main() -> None:
         })
     by_variant = Counter((row["variant"], row["readable"]) for row in charset_rows)
     result = {
+        "command": " ".join([".venv/bin/python benchmarks/label_agreement.py"]
+                            + [shlex.quote(arg) for arg in sys.argv[1:]]),
         "date": date.today().isoformat(), "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "corpus": str(args.corpus), "responses": len(labels),
         "documents": {"expected": len(expected), "kept": len(kept),
