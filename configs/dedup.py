@@ -79,6 +79,13 @@ class ParagraphDedupConfig(StrictModel):
         description="lines equal after it are one paragraph (as CCNet: '© 2019 ACME' = '© 2023 Acme')")
     min_documents: int = Field(3, ge=2, description="a line in at least this many distinct kept documents is removed")
     min_line_chars: int = Field(1, ge=1, description="shorter lines are never counted or removed")
+    letters_required: bool = Field(True, description=(
+        "lines without a letter (`}`, `0`, `...`, separators) are never counted or removed: they carry no "
+        "boilerplate text, and removing them breaks code and tables"))
+
+    def counts_line(self, key: str) -> bool:
+        """Whether a normalized line takes part in repeated-paragraph counting and removal."""
+        return len(key) >= self.min_line_chars and (not self.letters_required or any(ch.isalpha() for ch in key))
     min_chars_after: int = Field(1, ge=1, description="documents left shorter are dropped "
                                                      "(`too_short_after_paragraph_dedup`)")
 

@@ -117,6 +117,15 @@ def test_lines_repeated_across_documents_are_removed_as_the_reference_output_say
         assert kept[name]["text"].strip() == fixture_text(data_dir, "documents_line_deduplicated", name).strip()
 
 
+def test_lines_without_letters_are_never_removed(tmp_path, articles):
+    code = ["if (ready) {", "    start();", "}", "0", "..."]
+    docs = [document(f"page-{index}", "\n".join([article, *code[index:index + 1], "}", "0", "..."]))
+            for index, article in enumerate(articles[:4])]
+    kept, removed, _ = run_dedup(tmp_path, [docs[:2], docs[2:]], DedupConfig())
+    assert not removed
+    assert all(kept[doc["id"]]["text"] == doc["text"] for doc in docs)
+
+
 def test_a_document_left_without_text_is_dropped_under_its_reason(tmp_path, articles):
     chrome = ["Home", "About us", "Contact"]
     docs = [document(f"page-{index}", "\n".join(chrome + [article])) for index, article in enumerate(articles[:3])]

@@ -82,7 +82,7 @@ def _without_repeated(text: str, repeated: frozenset[int], config: ParagraphDedu
         return text
     kept = []
     for line, key in zip(text.split("\n"), normalize_lines(text, config.normalization)):
-        if len(key) >= config.min_line_chars and key64(key) in repeated:
+        if config.counts_line(key) and key64(key) in repeated:
             stats.notes["lines_removed"] += 1
             stats.notes["chars_removed"] += len(line)
         else:

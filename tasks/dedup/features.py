@@ -96,7 +96,7 @@ def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int],
     for text, doc, text_key in zip(texts, docs.tolist(), text_keys):
         distinct = set(normalize_lines(text, config.normalization))
         for key in distinct:
-            if len(key) >= config.min_line_chars:
+            if config.counts_line(key):
                 paragraph_keys.append(key64(key))
                 owners.append(doc)
                 owner_texts.append(text_key)
