@@ -168,3 +168,29 @@ def test_empty_and_short_documents_and_an_empty_shard(tmp_path, articles):
     kept, removed, _ = run_dedup(tmp_path, [docs, []], DedupConfig())
     assert removed == {"one-word-copy": "exact_duplicate", "cjk-copy": "near_duplicate"}
     assert set(kept) == {"one-word", "cjk", "long"}
+
+
+def test_real_chinese_pages_are_shingled_by_characters_and_their_copies_found(tmp_path, data_dir, lid_model):
+    """The Chinese pages of a real Common Crawl WARC: a copy of each, cut by a tenth and placed in another shard,
+    is found; the originals come out as they do without the copies."""
+    import logging
+
+    from configs.schema import ExtractConfig
+    from tasks.extract.shard import ShardJob, extract_shard
+
+    warc = data_dir / "warc" / "commoncrawl" / "chatnoir-resiliparse" / "warcfile.warc.gz"
+    extracted = str(tmp_path / "extracted.parquet")
+    extract_shard(ShardJob(str(warc), extracted, "cc", lid_model), ExtractConfig(), logging.getLogger("test"))
+    originals = read_documents(extracted).to_pylist()
+    chinese = [doc for doc in originals if doc["lang"] == "zh" and len(doc["text"]) >= 300]
+    assert len(chinese) >= 3
+    copies = [doc | {"id": f"copy-{doc['id']}", "url": doc["url"] + "?copy", "warc_date": "2030-01-01T00:00:00Z",
+                     "text": doc["text"][:len(doc["text"]) * 9 // 10]} for doc in chinese]
+    config = DedupConfig(paragraphs={"enabled": False})
+
+    alone, _, _ = run_dedup(tmp_path / "alone", [originals], config)
+    with_copies, removed, _ = run_dedup(tmp_path / "mixed", [originals[::2], copies + originals[1::2]], config)
+    assert {copy["id"] for copy in copies} <= set(removed)
+    assert {removed[copy["id"]] for copy in copies} == {"near_duplicate"}
+    assert {doc_id: row["text"] for doc_id, row in with_copies.items()} == \
+        {doc_id: row["text"] for doc_id, row in alone.items()}
