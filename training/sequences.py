@@ -1,0 +1,88 @@
+"""The trainer's data: fixed-length token sequences from memory-mapped token shards, shuffled by a seed, split
+across data-parallel ranks without overlap, with a position that can be saved and restored.
+
+The token stream of each shard (documents already separated by EOS) is cut into windows of `seq_len + 1`
+tokens at a stride of `seq_len`: a window gives the inputs (its first `seq_len` tokens) and the targets (its
+last `seq_len`). Windows never cross shards, so a shard contributes (tokens - 1) // seq_len of them; documents
+shorter or longer than a sequence are both fine. Every epoch visits every window once, in an order drawn from
+(seed, epoch); rank r of W takes positions r, r + W, r + 2W, ... of that order, and every rank gets the same
+number of windows (the last `windows % W` of an epoch are left out), so ranks step in lockstep.
+
+The position is (epoch, step): `state_dict()` returns it with what it depends on, and `load_state_dict()`
+refuses a state from other shards, another seed, sequence length or rank layout. A restored reader continues
+exactly where the saved one was, however many times it is saved and restored.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from storage.token_shard import TokenShard
+
+
+class TokenSequences:
+    def __init__(self, shard_paths: list[str | Path], seq_len: int, seed: int, rank: int = 0, world_size: int = 1):
+        if seq_len < 1:
+            raise ValueError(f"seq_len must be at least 1, got {seq_len}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in [0, {world_size})")
+        if not shard_paths:
+            raise ValueError("no token shards given")
+        self.shards = [TokenShard(path) for path in shard_paths]  # validates each header against its sizes
+        self.seq_len, self.seed, self.rank, self.world_size = seq_len, seed, rank, world_size
+        per_shard = np.array([max(shard.num_tokens - 1, 0) // seq_len for shard in self.shards], dtype=np.int64)
+        self._first_window = np.concatenate([[0], np.cumsum(per_shard)])
+        self.windows_per_rank = int(self._first_window[-1]) // world_size
+        if self.windows_per_rank == 0:
+            raise ValueError(f"{int(self._first_window[-1])} windows of {seq_len + 1} tokens in "
+                             f"{sum(s.num_tokens for s in self.shards)} tokens cannot give each of {world_size} "
+                             f"ranks one sequence: use a shorter seq_len or more data")
+        self._identity = self._shards_identity(shard_paths, self.shards)
+        self.epoch, self.step = 0, 0
+        self._order_epoch, self._order = -1, np.empty(0, np.int64)
+
+    def next_batch(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(inputs, targets), each (batch_size, seq_len) int64; moves the position on by batch_size."""
+        windows = [self._next_window() for _ in range(batch_size)]
+        stacked = np.stack(windows).astype(np.int64)
+        return stacked[:, :-1], stacked[:, 1:]
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "step": self.step, "seed": self.seed, "seq_len": self.seq_len,
+                "rank": self.rank, "world_size": self.world_size, "shards": self._identity}
+
+    def load_state_dict(self, state: dict) -> None:
+        expected = self.state_dict()
+        for key in ("seed", "seq_len", "rank", "world_size", "shards"):
+            if state[key] != expected[key]:
+                raise ValueError(f"data position saved with {key}={state[key]!r}, this reader has "
+                                 f"{expected[key]!r}: it would not continue the same sequence")
+        if not 0 <= state["step"] <= self.windows_per_rank:
+            raise ValueError(f"saved step {state['step']} is outside this rank's {self.windows_per_rank} windows")
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+
+    def _next_window(self) -> np.ndarray:
+        if self.step == self.windows_per_rank:
+            self.epoch, self.step = self.epoch + 1, 0
+        window = int(self._epoch_order()[self.rank + self.step * self.world_size])
+        self.step += 1
+        shard = int(np.searchsorted(self._first_window, window, side="right")) - 1
+        start = (window - int(self._first_window[shard])) * self.seq_len
+        return np.asarray(self.shards[shard].tokens[start:start + self.seq_len + 1])
+
+    def _epoch_order(self) -> np.ndarray:
+        if self._order_epoch != self.epoch:
+            rng = np.random.default_rng([self.seed, self.epoch])
+            self._order = rng.permutation(int(self._first_window[-1]))
+            self._order_epoch = self.epoch
+        return self._order
+
+    @staticmethod
+    def _shards_identity(shard_paths: list[str | Path], shards: list[TokenShard]) -> str:
+        """Which shards, in which order, with how many tokens: a restored position means the same windows."""
+        digest = hashlib.sha256()
+        for path, shard in zip(shard_paths, shards):
+            digest.update(f"{Path(path).name}:{shard.num_tokens}:{len(shard)}\n".encode())
+        return digest.hexdigest()[:16]
