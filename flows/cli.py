@@ -60,7 +60,7 @@ def _run(recipe) -> int:
         stats = stage["stats"]
         read = f" from {stats['records_read']} records" if stats["records_read"] else f" of {stats['candidates']}"
         print(f"  {name}: {stats['documents_out']} documents{read} ({'cached' if stage['cached'] else 'computed'})")
-        print(f"    document shards: {stage['manifest'].rsplit('/', 1)[0]}/shards/")
+        print(f"    output:          {stage['manifest'].rsplit('/', 1)[0]}/")
         print(f"    manifest:        {stage['manifest']}")
         print(f"    drops:           {json.dumps(stats['drops'])}")
         if stats["problems"]:

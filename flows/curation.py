@@ -10,6 +10,7 @@ from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
 from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
+from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.tracking import flatten, use_experiment
 from storage.fs import local_path
 
@@ -29,5 +30,10 @@ def curation_flow(recipe: Recipe) -> dict:
         stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
         if recipe.dedup.enabled:
             stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
+        documents = stages.get("dedup", stages["extract"])   # the last document stage
+        if recipe.tokenizer.enabled:
+            stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
+            stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
+                recipe, documents, stages["tokenizer"])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages}

@@ -11,9 +11,8 @@ from prefect import flow, get_run_logger
 
 from configs.schema import Recipe
 from flows.dedup_report import dedup_report
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, run_stage, shard_entry,
-                                summed_stats)
-from storage.manifest import Manifest
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
+                                run_stage, shard_entry, summed_stats)
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
 from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task
@@ -30,8 +29,7 @@ def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
 
     def produce(stage: StageContext) -> StageOutput:
         logger = get_run_logger()
-        parent_dir = parent["manifest"].rsplit("/", 1)[0]
-        shard_urls = [f"{parent_dir}/{shard.path}" for shard in Manifest.load(parent["manifest"]).shards]
+        shard_urls = parent_shard_urls(parent)
         parts = [part_name(index) for index in range(len(shard_urls))]
         work = stage.path("work")
         buckets = list(range(config.buckets))

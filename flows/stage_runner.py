@@ -75,6 +75,12 @@ def parent_of(stage_result: dict) -> dict:
     return {"stage": stage_result["stage"], "digest": stage_result["digest"], "location": stage_result["manifest"]}
 
 
+def parent_shard_urls(stage_result: dict) -> list[str]:
+    """The shard files of an upstream stage, in its manifest's order."""
+    stage_dir = stage_result["manifest"].rsplit("/", 1)[0]
+    return [f"{stage_dir}/{shard.path}" for shard in Manifest.load(stage_result["manifest"]).shards]
+
+
 def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext], StageOutput]) -> dict:
     """Run a stage unless the store already holds its output; returns the stage summary (see reporting)."""
     logger = get_run_logger()

@@ -103,13 +103,29 @@ def test_dedup_removes_the_labelled_duplicates(first_run, small_corpus):
     assert {"stages/dedup/s_curve.png", "stages/dedup/cluster_sizes.png", "stages/dedup/report.md"} <= artifacts
 
 
+def test_the_kept_documents_become_token_shards(first_run):
+    from storage.token_shard import TokenShard
+    from training.sequences import TokenSequences
+
+    dedup, tokenize = first_run["stages"]["dedup"], first_run["stages"]["tokenize"]
+    assert first_run["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"] == 4000
+    stage_dir = Path(tokenize["manifest"]).parent
+    bases = [str(stage_dir / entry["path"]) for entry in json.loads(Path(tokenize["manifest"]).read_text())["shards"]]
+    shards = [TokenShard(base) for base in bases]
+    assert sum(len(shard) for shard in shards) == dedup["stats"]["documents_out"] == tokenize["stats"]["documents_out"]
+    assert sum(shard.num_tokens for shard in shards) == tokenize["stats"]["notes"]["tokens"]
+    inputs, targets = TokenSequences(bases, seq_len=128, seed=0).next_batch(4)
+    assert inputs.shape == (4, 128) and (inputs[:, 1:] == targets[:, :-1]).all()
+
+
 def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
     from flows.curation import curation_flow
 
     stages = curation_flow(recipe)["stages"]
     again = stages["extract"]
     assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
-    assert stages["dedup"]["cached"] and stages["dedup"]["digest"] == first_run["stages"]["dedup"]["digest"]
+    for name in ("dedup", "tokenizer", "tokenize"):
+        assert stages[name]["cached"] and stages[name]["digest"] == first_run["stages"][name]["digest"]
 
     # Simulate a run killed after two of four shards: manifest and two shards' files are gone.
     stage_dir = Path(again["manifest"]).parent
@@ -168,6 +184,7 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
         stages = curation_flow(disturbed)["stages"]
     assert len(killed) == 2, "no worker was busy long enough to be killed in each stage"
     assert stages["extract"]["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
-    # Byte-identical shards of both stages in a fresh store, with a worker lost on the way.
+    # Byte-identical output of every stage in a fresh store, with a worker lost on the way.
     assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
-    assert stages["dedup"]["digest"] == first_run["stages"]["dedup"]["digest"]
+    for name in ("dedup", "tokenizer", "tokenize"):
+        assert stages[name]["digest"] == first_run["stages"][name]["digest"]

@@ -1,0 +1,69 @@
+"""Two stages after the document stages: `tokenizer` trains SentencePiece on a seeded sample of the last
+document stage's output (one task), `tokenize` turns every document shard into a token shard with it (one task
+per shard). The token shards' parents are both the documents and the tokenizer."""
+from __future__ import annotations
+
+import os
+
+from prefect import flow
+
+from configs.schema import Recipe
+from flows.reporting import StageReport
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
+                                run_stage, shard_entry, summed_stats)
+from storage.manifest import ShardEntry, sha256_file
+from tasks.stats import StageStats
+from tasks.tokenize.encode import TokenizeJob
+from tasks.tokenize.task import tokenize_shard_task, train_tokenizer_task
+
+MODEL_NAME = "tokenizer.model"
+
+
+@flow(name="tokenizer", log_prints=True)
+def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
+    config = recipe.tokenizer
+    spec = StageSpec(name="tokenizer", config=config.model_dump(mode="json"), parents=[parent_of(documents)],
+                     code_packages=("tasks.tokenize", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        shard_urls = parent_shard_urls(documents)
+        model_url = stage.path(MODEL_NAME)
+        result = train_tokenizer_task.submit(shard_urls, model_url, config).result()
+        stats = StageStats(candidates=result["train_documents"], documents_out=result["train_documents"],
+                           bytes_out=os.path.getsize(model_url), seconds=result["seconds"])
+        stats.notes.update({"vocab_size": result["vocab_size"], "train_lines": result["train_lines"],
+                            "heldout_documents": result["heldout_documents"]})
+        report = StageReport(markdown=_heldout_markdown(result), tables={"held-out": result["heldout"]},
+                             files=[model_url])
+        return StageOutput(shards=[ShardEntry(path=MODEL_NAME, bytes=stats.bytes_out, sha256=sha256_file(model_url),
+                                              documents=result["train_documents"])],
+                           stats=stats, report=report)
+
+    return run_stage(recipe, spec, produce)
+
+
+@flow(name="tokenize", log_prints=True)
+def tokenize_stage_flow(recipe: Recipe, documents: dict, tokenizer: dict) -> dict:
+    spec = StageSpec(name="tokenize", config={}, parents=[parent_of(documents), parent_of(tokenizer)],
+                     code_packages=("tasks.tokenize", "tasks.stats", "tasks.resumable", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        model_path = f"{tokenizer['manifest'].rsplit('/', 1)[0]}/{MODEL_NAME}"
+        jobs = [TokenizeJob(url, stage.path("shards", os.path.basename(url).removesuffix(".parquet")), model_path)
+                for url in parent_shard_urls(documents)]
+        results = map_tasks(tokenize_shard_task, jobs, "tokenize")
+        return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
+                           stats=summed_stats(results), task_results=results)
+
+    return run_stage(recipe, spec, produce)
+
+
+def _heldout_markdown(result: dict) -> str:
+    rows = [f"| {row['lang']} | {row['documents']} | {row['tokens']:,} | {row['fertility']} | "
+            f"{row['bytes_per_token']} |" for row in result["heldout"]]
+    return "\n".join([f"## Tokenizer: {result['vocab_size']} pieces, trained on {result['train_documents']} documents "
+                      f"({result['train_lines']} lines)", "",
+                      "Held-out documents (never trained on): fertility = tokens per whitespace word, bytes per "
+                      "token = UTF-8 bytes / tokens (bits per byte = loss in nats per token / ln 2 / bytes per token).",
+                      "", "| lang | documents | tokens | fertility | bytes per token |", "|---|---|---|---|---|",
+                      *rows])

@@ -1,0 +1,54 @@
+"""Tokenize one document shard into one token shard: each document's ids followed by EOS."""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+
+import sentencepiece as spm
+
+from configs.tokenizer import EOS_ID
+from storage.document_shard import read_documents
+from storage.token_shard import TokenShardWriter
+from tasks.stats import StageStats
+
+
+@dataclass(frozen=True)
+class TokenizeJob:
+    input_url: str
+    output_base: str      # the token shard is <output_base>.bin + <output_base>.idx
+    model_path: str
+
+    @property
+    def stats_url(self) -> str:
+        return self.output_base + ".stats.json"
+
+
+def tokenize_shard(job: TokenizeJob) -> dict:
+    started = time.perf_counter()
+    processor = spm.SentencePieceProcessor(model_file=job.model_path)
+    texts = read_documents(job.input_url, ["text"]).column("text").to_pylist()
+    writer = TokenShardWriter(job.output_base, processor.get_piece_size())
+    tokens = 0
+    for ids in processor.encode(texts):
+        writer.add_document(ids + [EOS_ID])
+        tokens += len(ids) + 1
+    bin_path, idx_path = writer.close()
+    stats = StageStats(candidates=len(texts), documents_out=len(texts),
+                       bytes_in=sum(len(text.encode("utf-8", "surrogatepass")) for text in texts),
+                       bytes_out=os.path.getsize(bin_path) + os.path.getsize(idx_path),
+                       seconds=time.perf_counter() - started)
+    stats.notes["tokens"] = tokens
+    return stats.to_dict() | {"input": job.input_url, "output": job.output_base, "output_bytes": stats.bytes_out,
+                              "output_sha256": _files_sha256(bin_path, idx_path)}
+
+
+def _files_sha256(*paths) -> str:
+    """One digest over the shard's two files, in order: the manifest's identity of the token shard."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()

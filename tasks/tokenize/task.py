@@ -1,0 +1,20 @@
+"""The tokenizer stages' Prefect tasks: training (one task) and tokenization (one task per document shard),
+each recording its result beside its output so a rerun resumes."""
+from __future__ import annotations
+
+from prefect import task
+
+from configs.tokenizer import TokenizerConfig
+from tasks.resumable import run_once
+from tasks.tokenize.encode import TokenizeJob, tokenize_shard
+from tasks.tokenize.train import train_tokenizer
+
+
+@task(name="train-tokenizer", retries=1, retry_delay_seconds=2)
+def train_tokenizer_task(shard_urls: list[str], model_url: str, config: TokenizerConfig) -> dict:
+    return run_once(model_url + ".json", lambda: train_tokenizer(shard_urls, model_url, config))
+
+
+@task(name="tokenize-shard", retries=1, retry_delay_seconds=2, task_run_name="tokenize {job.output_base}")
+def tokenize_shard_task(job: TokenizeJob) -> dict:
+    return run_once(job.stats_url, lambda: tokenize_shard(job))
