@@ -1,0 +1,1 @@
+"""Tokenizer training and tokenization (see flows/tokenizer_stage.py)."""
