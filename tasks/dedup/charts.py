@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tasks.charts import default_style, new_figure, save_png
+
 DEFAULT_POINTS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 
 _FIGSIZE = (7.0, 4.5)
-_DPI = 100
-_SAVE_KW: dict[str, Any] = {"format": "png", "dpi": _DPI, "metadata": {"Software": None}}
 _UNIT_BINS_MAX = 50          # up to this many distinct sizes: one bar per size; beyond: integer log-spaced bins
 _MAX_MEMBERS = 4             # members shown side by side per example cluster
 _URL_CHARS = 48              # shortened URL length in the example table headers
@@ -67,29 +67,6 @@ def s_curve_rows(bands: int, rows: int, points: Iterable[float] = DEFAULT_POINTS
             for j in points]
 
 
-def _new_figure():
-    """A pyplot-free Agg figure (safe outside the main thread) under matplotlib's default style."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=_FIGSIZE, dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig, path: str | os.PathLike) -> str:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, **_SAVE_KW)
-    return str(out)
-
-
-def _default_style():
-    import matplotlib.style
-
-    return matplotlib.style.context("default")
-
-
 def s_curve_png(bands: int, rows: int, threshold: float, path: str | os.PathLike) -> str:
     """Detection probability vs Jaccard (0..1) with the threshold and expected FP/FN areas; writes a PNG to `path`."""
     import numpy as np
@@ -97,8 +74,8 @@ def s_curve_png(bands: int, rows: int, threshold: float, path: str | os.PathLike
     rates = expected_error_rates(bands, rows, threshold)
     js = np.linspace(0.0, 1.0, 501)
     ps = 1.0 - (1.0 - js ** rows) ** bands
-    with _default_style():
-        fig = _new_figure()
+    with default_style():
+        fig = new_figure(_FIGSIZE)
         ax = fig.add_subplot()
         ax.plot(js, ps, color="tab:blue", linewidth=2, label="P(candidate pair)")
         below, above = js <= threshold, js >= threshold
@@ -117,7 +94,7 @@ def s_curve_png(bands: int, rows: int, threshold: float, path: str | os.PathLike
                      fontsize=11)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
-        return _save(fig, path)
+        return save_png(fig, path)
 
 
 def _size_bins(lo: int, hi: int) -> tuple[list[float], bool]:
@@ -142,8 +119,8 @@ def cluster_size_histogram_png(sizes: Sequence[int], path: str | os.PathLike) ->
     import numpy as np
 
     clusters = sorted(int(s) for s in sizes if int(s) >= 2)
-    with _default_style():
-        fig = _new_figure()
+    with default_style():
+        fig = new_figure(_FIGSIZE)
         ax = fig.add_subplot()
         ax.set_xlabel("cluster size (documents)")
         ax.set_ylabel("clusters")
@@ -153,7 +130,7 @@ def cluster_size_histogram_png(sizes: Sequence[int], path: str | os.PathLike) ->
                     ha="center", va="center", fontsize=14, color="gray")
             ax.set_xticks([])
             ax.set_yticks([])
-            return _save(fig, path)
+            return save_png(fig, path)
 
         edges, log_x = _size_bins(clusters[0], clusters[-1])
         counts, _ = np.histogram(clusters, bins=edges)
@@ -176,7 +153,7 @@ def cluster_size_histogram_png(sizes: Sequence[int], path: str | os.PathLike) ->
         ax.set_title(f"Duplicate cluster sizes: {len(clusters)} clusters, {docs} documents "
                      f"(largest {clusters[-1]})", fontsize=11)
         ax.grid(True, axis="y", alpha=0.3)
-        return _save(fig, path)
+        return save_png(fig, path)
 
 
 _NEWLINES = re.compile(r"\s*(?:\r\n|\r|\n)+\s*")

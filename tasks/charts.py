@@ -1,0 +1,31 @@
+"""Deterministic PNG charts for stage reports: matplotlib's Agg canvas used directly (no pyplot global state,
+safe in worker threads), matplotlib's default style whatever the local matplotlibrc says, fixed size and dpi,
+no "Software" metadata, so the same data gives the same bytes."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DPI = 100
+
+
+def new_figure(size: tuple[float, float]):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_png(fig, path: str | os.PathLike) -> str:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
+    return str(out)
+
+
+def default_style():
+    import matplotlib.style
+
+    return matplotlib.style.context("default")
