@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from tasks.charts import default_style, new_figure, save_png
