@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, field_validator
 from configs.base import StrictModel
 from configs.dedup import DedupConfig
 from configs.html import HtmlTextConfig
+from configs.mixture import MixtureConfig
 from configs.tokenizer import TokenizerConfig
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
@@ -68,6 +69,7 @@ class Recipe(StrictModel):
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    mixture: MixtureConfig = Field(default_factory=MixtureConfig)
     dask: DaskConfig = Field(default_factory=DaskConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
 

@@ -10,6 +10,7 @@ from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
 from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
+from flows.mixture_stage import mixture_stage_flow
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.tracking import flatten, use_experiment
 from storage.fs import local_path
@@ -35,5 +36,9 @@ def curation_flow(recipe: Recipe) -> dict:
             stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
             stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
                 recipe, documents, stages["tokenizer"])
+            if recipe.mixture.enabled:
+                vocab_size = stages["tokenizer"]["stats"]["notes"]["vocab_size"]
+                stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
+                    recipe, stages["tokenize"], documents, vocab_size)
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages}

@@ -12,6 +12,7 @@ so document i is tokens[idx[i]:idx[i+1]]. Both files are memory-mappable with nu
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 from pathlib import Path
 
@@ -35,6 +36,16 @@ def token_dtype(vocab_size: int) -> np.dtype:
 def _shard_files(base: Path) -> tuple[Path, Path]:
     """`<base>.bin` and `<base>.idx`, appended (not with_suffix, which would turn `train.00001` into `train.bin`)."""
     return Path(f"{base}.bin"), Path(f"{base}.idx")
+
+
+def token_shard_sha256(base: str | Path) -> str:
+    """One digest over a shard's `.bin` then `.idx`: how a manifest names a token shard's content."""
+    digest = hashlib.sha256()
+    for path in _shard_files(Path(base)):
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 class TokenShardWriter:

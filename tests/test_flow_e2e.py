@@ -118,13 +118,27 @@ def test_the_kept_documents_become_token_shards(first_run):
     assert inputs.shape == (4, 128) and (inputs[:, 1:] == targets[:, :-1]).all()
 
 
+def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
+    from training.sequences import TokenSequences
+
+    mixture = first_run["stages"]["mixture"]
+    assert mixture["stats"]["notes"]["max_abs_weight_error_ppm"] < 10_000       # within 1% of the weights
+    stage_dir = Path(mixture["manifest"]).parent
+    entries = json.loads(Path(mixture["manifest"]).read_text())["shards"]
+    train = [str(stage_dir / e["path"]).removesuffix(".bin") for e in entries if e["path"].startswith("train.")]
+    validation = [e for e in entries if e["path"].startswith("validation.")]
+    assert train and validation
+    inputs, _ = TokenSequences(train, seq_len=256, seed=0).next_batch(2)
+    assert inputs.shape == (2, 256)
+
+
 def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
     from flows.curation import curation_flow
 
     stages = curation_flow(recipe)["stages"]
     again = stages["extract"]
     assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
-    for name in ("dedup", "tokenizer", "tokenize"):
+    for name in ("dedup", "tokenizer", "tokenize", "mixture"):
         assert stages[name]["cached"] and stages[name]["digest"] == first_run["stages"][name]["digest"]
 
     # Simulate a run killed after two of four shards: manifest and two shards' files are gone.
@@ -186,5 +200,5 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
     assert stages["extract"]["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
     # Byte-identical output of every stage in a fresh store, with a worker lost on the way.
     assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
-    for name in ("dedup", "tokenizer", "tokenize"):
+    for name in ("dedup", "tokenizer", "tokenize", "mixture"):
         assert stages[name]["digest"] == first_run["stages"][name]["digest"]

@@ -1,7 +1,6 @@
 """Tokenize one document shard into one token shard: each document's ids followed by EOS."""
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -10,7 +9,7 @@ import sentencepiece as spm
 
 from configs.tokenizer import EOS_ID
 from storage.document_shard import read_documents
-from storage.token_shard import TokenShardWriter
+from storage.token_shard import TokenShardWriter, token_shard_sha256
 from tasks.stats import StageStats
 
 
@@ -41,14 +40,5 @@ def tokenize_shard(job: TokenizeJob) -> dict:
                        seconds=time.perf_counter() - started)
     stats.notes["tokens"] = tokens
     return stats.to_dict() | {"input": job.input_url, "output": job.output_base, "output_bytes": stats.bytes_out,
-                              "output_sha256": _files_sha256(bin_path, idx_path)}
+                              "output_sha256": token_shard_sha256(job.output_base)}
 
-
-def _files_sha256(*paths) -> str:
-    """One digest over the shard's two files, in order: the manifest's identity of the token shard."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()

@@ -1,0 +1,41 @@
+"""The mixture stage: train / validation token shards for a token budget from the token shards, with its data
+card. Parents: the token shards and the documents they were made from (whose columns select sources)."""
+from __future__ import annotations
+
+import os
+
+from prefect import flow
+
+from configs.schema import Recipe
+from flows.reporting import StageReport
+from flows.stage_runner import StageContext, StageOutput, StageSpec, parent_of, parent_shard_urls, run_stage
+from storage.manifest import Manifest, ShardEntry
+from tasks.mixture.card import card_markdown, weights_png
+from tasks.mixture.task import mix_task
+from tasks.stats import StageStats
+
+
+@flow(name="mixture", log_prints=True)
+def mixture_stage_flow(recipe: Recipe, tokens: dict, documents: dict, vocab_size: int) -> dict:
+    config = recipe.mixture
+    spec = StageSpec(name="mixture", config=config.model_dump(mode="json") | {"vocab_size": vocab_size},
+                     parents=[parent_of(tokens), parent_of(documents)],
+                     code_packages=("tasks.mixture", "tasks.tokenize", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        # each token shard's manifest entry names the document shard it was made from
+        made_from = [entry.source for entry in Manifest.load(tokens["manifest"]).shards]
+        pairs = list(zip(parent_shard_urls(tokens), made_from))
+        result = mix_task.submit(pairs, stage.stage_dir, vocab_size, config).result()
+        stats = StageStats(candidates=result["train_documents"] + result["validation_documents"],
+                           documents_out=result["train_documents"] + result["validation_documents"],
+                           bytes_out=sum(shard["bytes"] for shard in result["shards"]))
+        stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
+                            "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6)})
+        report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]},
+                             files=[weights_png(result, os.path.join(stage.report_dir, "weights.png"))])
+        shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
+                             sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]
+        return StageOutput(shards=shards, stats=stats, report=report)
+
+    return run_stage(recipe, spec, produce)

@@ -1,0 +1,1 @@
+"""Data-mixture sampling over token shards (see flows/mixture_stage.py)."""
