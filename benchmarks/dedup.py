@@ -67,6 +67,7 @@ def extract_child(args) -> int:
     from flows.curation import curation_flow
 
     recipe = _recipe(args.store, args.corpus, {"enabled": False}, 2)
+    recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"enabled": False})})
     print(json.dumps(curation_flow(recipe)["stages"]["extract"]))
     return 0
 
@@ -194,6 +195,14 @@ def run_peer(workers: int, extract: dict, ids: dict, labels: Path) -> dict:
             "quality": quality(labels, ids, set(peer["removed_ids"]))} | cost
 
 
+def bench_extraction(corpus: Path) -> tuple[dict, dict]:
+    """The extraction stage's summary for the corpus (computed once, then cached in the bench store)."""
+    BENCH_WORK.mkdir(parents=True, exist_ok=True)
+    lines, cost, _ = run_json([PYTHON, str(Path(__file__)), "_extract", "--corpus", str(corpus / "warc"),
+                               "--store", str(BENCH_WORK / "extract-store")], log, "extraction (cached)")
+    return lines[-1], cost
+
+
 def ratio(numerator: float, denominator: float) -> float:
     return round(numerator / denominator, 2)
 
@@ -218,10 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus, corpus_origin = ensure_corpus(args.corpus, log)
     labels = corpus / "labels.jsonl"
-    BENCH_WORK.mkdir(parents=True, exist_ok=True)
-    lines, extract_cost, _ = run_json([PYTHON, str(Path(__file__)), "_extract", "--corpus", str(corpus / "warc"),
-                                       "--store", str(BENCH_WORK / "extract-store")], log, "extraction (cached)")
-    extract = lines[-1]
+    extract, extract_cost = bench_extraction(corpus)
     ids = record_ids(extract)
     runs = {"datatrove_w1": run_peer(1, extract, ids, labels)}
     for name in RECIPES:

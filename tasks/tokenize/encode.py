@@ -30,7 +30,8 @@ def tokenize_shard(job: TokenizeJob) -> dict:
     texts = read_documents(job.input_url, ["text"]).column("text").to_pylist()
     writer = TokenShardWriter(job.output_base, processor.get_piece_size())
     tokens = 0
-    for ids in processor.encode(texts):
+    # One thread: Dask runs one worker process per core; SentencePiece's own threads would oversubscribe them.
+    for ids in processor.encode(texts, num_threads=1):
         writer.add_document(ids + [EOS_ID])
         tokens += len(ids) + 1
     bin_path, idx_path = writer.close()

@@ -1,0 +1,199 @@
+"""Tokenization speed, side by side: sluice's tokenize stage (1 and 2 Dask workers), a bare single-process
+SentencePiece encode loop, and datatrove 0.10.1's DocumentTokenizer with a `tokenizers` BPE of the same
+vocabulary trained on the same sample; plus tokenizer training time vs sample size and the mixture's weight
+error at the demo's mixture settings.
+
+    .venv/bin/python benchmarks/tokenization.py      # ~6 min on 2 cores; needs the peer venv (setup_peer.sh)
+
+Input: the extraction output of the seeded bench corpus (cached by benchmarks/dedup.py's extraction step).
+Writes benchmarks/results/tokenize.json. Every timed run is a fresh process, one at a time.
+- training: `train_tokenizer` (SentencePiece BPE, 32,000 pieces) on 1,000, 2,500 and all documents; the last
+  model is the one every run uses, and its sample lines are the peer tokenizer's training text.
+- bare loop: read each shard's texts and `SentencePieceProcessor.encode` them (one thread), nothing else.
+- stage: `tokenize_stage_flow` on a Dask LocalCluster; seconds = the manifest's `wall_seconds`.
+- datatrove: ParquetReader -> DocumentTokenizer (no shuffling), one task per shard.
+Per core: each side on one worker; the ratio compares seconds for the same documents (the two tokenizers cut
+text into different numbers of tokens, so tokens/s is given for each but not compared).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.dedup import BENCH_WORK, PYTHON, bench_extraction, log, ratio  # noqa: E402
+from benchmarks.throughput import PEER_PYTHON, RESULTS, ensure_corpus, machine_info, run_json  # noqa: E402
+
+WORK = BENCH_WORK.parent / "tokenize-bench"
+VOCAB = 32000
+SAMPLE_SIZES = (1000, 2500, 100_000)
+GOALS = {"stage_over_bare_loop": 1.2, "speedup_vs_datatrove_per_core": 1.0, "scaling_2w_over_1w": 1.8,
+         "mixture_max_abs_weight_error": 0.01}
+
+
+def shard_urls(extract: dict) -> list[str]:
+    from flows.stage_runner import parent_shard_urls
+
+    return parent_shard_urls(extract)
+
+
+def train_child(args) -> int:
+    from configs.tokenizer import TokenizerConfig
+    from tasks.tokenize.sample import choose, chosen_documents
+    from tasks.tokenize.train import train_tokenizer
+
+    extract = json.loads(args.extract)
+    config = TokenizerConfig(vocab_size=VOCAB, sample_documents=args.sample_documents)
+    result = train_tokenizer(shard_urls(extract), args.model, config)
+    train, _ = choose(shard_urls(extract), config.seed, config.heldout_fraction, config.sample_documents, 0)
+    lines = [line for doc in chosen_documents(shard_urls(extract), train, ["text"])
+             for line in doc["text"].split("\n") if line.strip()]
+    Path(args.model + ".sample.txt").write_text("\n".join(lines), encoding="utf-8")
+    print(json.dumps({key: result[key] for key in ("vocab_size", "train_documents", "train_lines", "seconds",
+                                                   "heldout")}))
+    return 0
+
+
+def bare_child(args) -> int:
+    import sentencepiece as spm
+
+    from storage.document_shard import read_documents
+
+    started = time.perf_counter()
+    processor = spm.SentencePieceProcessor(model_file=args.model)
+    tokens = documents = text_bytes = 0
+    for url in shard_urls(json.loads(args.extract)):
+        texts = read_documents(url, ["text"]).column("text").to_pylist()
+        tokens += sum(len(ids) + 1 for ids in processor.encode(texts, num_threads=1))   # + EOS, as the stage
+        documents += len(texts)
+        text_bytes += sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+    print(json.dumps({"seconds": round(time.perf_counter() - started, 3), "tokens": tokens,
+                      "documents": documents, "text_bytes": text_bytes}))
+    return 0
+
+
+def stage_child(args) -> int:
+    from prefect import flow
+    from prefect_dask import DaskTaskRunner
+
+    from benchmarks.dedup import _recipe
+    from configs.tokenizer import TokenizerConfig
+    from flows.dask_cluster import dask_cluster
+    from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
+
+    extract = json.loads(args.extract)
+    shared = _recipe(str(WORK / "tokenizer-store"), args.corpus, {}, args.workers)
+    shared = shared.model_copy(update={"tokenizer": TokenizerConfig(vocab_size=VOCAB,
+                                                                    sample_documents=SAMPLE_SIZES[-1])})
+    fresh = shared.model_copy(update={"store": args.store})
+
+    @flow(name="bench-tokenize")
+    def bench() -> dict:
+        with dask_cluster(fresh.dask) as address:
+            runner = DaskTaskRunner(address=address)
+            tokenizer = tokenizer_stage_flow.with_options(task_runner=runner)(shared, extract)
+            return tokenize_stage_flow.with_options(task_runner=runner)(fresh, extract, tokenizer)
+
+    print(json.dumps(bench()))
+    return 0
+
+
+def mixture_error(stage: dict, extract: dict) -> dict:
+    """The demo recipe's mixture (sources, weights, budget) drawn from the bench corpus's token shards."""
+    from configs.schema import load_recipe
+    from flows.stage_runner import parent_shard_urls
+    from storage.manifest import Manifest
+    from tasks.mixture.mix import mix
+
+    pairs = list(zip(parent_shard_urls(stage), [e.source for e in Manifest.load(stage["manifest"]).shards]))
+    shutil.rmtree(WORK / "mixture", ignore_errors=True)
+    result = mix(pairs, str(WORK / "mixture"), VOCAB, load_recipe(ROOT / "configs" / "demo.yaml").mixture)
+    return {key: result[key] for key in ("sources", "train_tokens", "max_abs_weight_error")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="child")
+    for name in ("_train", "_bare", "_stage"):
+        child = sub.add_parser(name)
+        child.add_argument("--extract", required=True)
+        child.add_argument("--model", default="")
+        child.add_argument("--sample-documents", type=int, default=0)
+        child.add_argument("--workers", type=int, default=1)
+        child.add_argument("--store", default="")
+        child.add_argument("--corpus", default="")
+    parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ (default: the bench corpus)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "tokenize.json")
+    args = parser.parse_args(argv)
+    if args.child:
+        return {"_train": train_child, "_bare": bare_child, "_stage": stage_child}[args.child](args)
+
+    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    extract, _ = bench_extraction(corpus)
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    common = ["--extract", json.dumps(extract)]
+    training = []
+    for size in SAMPLE_SIZES:
+        model = str(WORK / f"tokenizer-{size}.model")
+        lines, cost, _ = run_json([PYTHON, __file__, "_train", *common, "--model", model,
+                                   "--sample-documents", str(size)], log, f"train tokenizer on {size} documents")
+        training.append(lines[-1] | {"process_seconds": cost["process_seconds"]})
+    model = str(WORK / f"tokenizer-{SAMPLE_SIZES[-1]}.model")
+    bare, bare_cost, _ = run_json([PYTHON, __file__, "_bare", *common, "--model", model], log, "bare encode loop")
+    bare = bare[-1] | bare_cost
+    runs = {}
+    for workers in (1, 2):
+        lines, cost, _ = run_json([PYTHON, __file__, "_stage", *common, "--workers", str(workers), "--store",
+                                   str(WORK / f"store-w{workers}"), "--corpus", str(corpus / "warc")],
+                                  log, f"sluice tokenize w{workers}")
+        runs[f"sluice_w{workers}"] = lines[-1] | cost
+        peer_lines, peer_cost, _ = run_json(
+            [str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_tokenize_datatrove.py"),
+             str(Path(extract["manifest"]).parent / "shards"), "--sample", model + ".sample.txt", "--vocab",
+             str(VOCAB), "--work", str(WORK / f"datatrove-w{workers}"), "--workers", str(workers)],
+            log, f"datatrove tokenize w{workers}")
+        runs[f"datatrove_w{workers}"] = peer_lines[-1] | peer_cost
+
+    ours1, ours2 = (runs[f"sluice_w{w}"]["stats"] for w in (1, 2))
+    seconds1, seconds2 = ours1["wall_seconds"], ours2["wall_seconds"]
+    tokens = ours1["notes"]["tokens"]
+    peer1, peer2 = (runs[f"datatrove_w{w}"] for w in (1, 2))
+    result = {
+        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/tokenization.py",
+                                                     *(argv if argv is not None else sys.argv[1:])]),
+        "date": dt.datetime.now().isoformat(timespec="minutes"), "corpus": corpus_origin,
+        "documents": ours1["candidates"], "text_mb": round(ours1["bytes_in"] / 1e6, 2), "tokens": tokens,
+        "tokens_per_s_per_core": round(tokens / seconds1),
+        "text_mb_per_s_per_core": round(ours1["bytes_in"] / 1e6 / seconds1, 3),
+        "bare_loop_tokens_per_s": round(bare["tokens"] / bare["seconds"]),
+        "stage_over_bare_loop": ratio(seconds1, bare["seconds"]),
+        "speedup_vs_datatrove_per_core": ratio(peer1["seconds"]["tokenize"], seconds1),
+        "peer_tokens_per_s_per_core": round(peer1["tokens"] / peer1["seconds"]["tokenize"]),
+        "scaling_2w_over_1w": ratio(seconds1, seconds2),
+        "peer_scaling_2w_over_1w": ratio(peer1["seconds"]["tokenize"], peer2["seconds"]["tokenize"]),
+        "tokenizer_training": [{"sample_documents": t["train_documents"], "lines": t["train_lines"],
+                                "seconds": t["seconds"], "vocab_size": t["vocab_size"]} for t in training],
+        "peer_tokenizer_training_seconds": peer1["seconds"]["train_tokenizer"],
+        "heldout": training[-1]["heldout"],
+        "mixture": mixture_error(runs["sluice_w1"], extract),
+        "goals": GOALS, "bare_loop": bare, "runs": runs, "machine": machine_info(),
+    }
+    result["mixture_max_abs_weight_error"] = result["mixture"]["max_abs_weight_error"]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    log(json.dumps({k: v for k, v in result.items() if k not in ("runs", "machine", "bare_loop", "heldout")},
+                   indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
