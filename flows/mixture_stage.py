@@ -36,6 +36,8 @@ def mixture_stage_flow(recipe: Recipe, tokens: dict, documents: dict, vocab_size
                              files=[weights_png(result, os.path.join(stage.report_dir, "weights.png"))])
         shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
                              sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]
-        return StageOutput(shards=shards, stats=stats, report=report)
+        summary = {key: result[key] for key in ("sources", "train_tokens", "train_documents", "validation_tokens",
+                                                "validation_documents", "max_abs_weight_error")}
+        return StageOutput(shards=shards, stats=stats, report=report, summary=summary)
 
     return run_stage(recipe, spec, produce)

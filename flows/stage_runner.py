@@ -49,6 +49,7 @@ class StageOutput:
     stats: StageStats
     task_results: list[dict] = field(default_factory=list)   # one row each in the per-shard table artifact
     report: StageReport = field(default_factory=StageReport)
+    summary: dict = field(default_factory=dict)    # stage-specific figures kept in the manifest's stats
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,
-        stats=stats | {"wall_seconds": round(wall, 3),
+        stats=stats | ({"summary": output.summary} if output.summary else {}) | {"wall_seconds": round(wall, 3),
                        "docs_per_second_wall": round(output.stats.candidates / wall, 2) if wall else 0.0},
     )
     if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)

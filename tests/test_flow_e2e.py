@@ -123,6 +123,8 @@ def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
 
     mixture = first_run["stages"]["mixture"]
     assert mixture["stats"]["notes"]["max_abs_weight_error_ppm"] < 10_000       # within 1% of the weights
+    sources = mixture["stats"]["summary"]["sources"]                              # recorded in the manifest
+    assert {row["source"] for row in sources} == {"english", "german"} and all(row["epochs"] > 0 for row in sources)
     stage_dir = Path(mixture["manifest"]).parent
     entries = json.loads(Path(mixture["manifest"]).read_text())["shards"]
     train = [str(stage_dir / e["path"]).removesuffix(".bin") for e in entries if e["path"].startswith("train.")]
