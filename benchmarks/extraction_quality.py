@@ -271,7 +271,8 @@ def measure(row: Row, gold: list[Page], readability: list[Page], repeats: int) -
 
 
 def as_document(doc_id: str, url: str, text: str, date: str) -> dict:
-    """A document-shard row; the provenance columns that dedup does not read are placeholders."""
+    """A document-shard row for a gold page. Gold pages are HTML files, not WARC records, so there is no WARC
+    path, offset or language to record: those columns are empty (with no `lang`, dedup shingles by words)."""
     return {"id": doc_id, "url": url, "text": text, "lang": "", "lang_score": 0.0, "source": "benchmark",
             "warc_path": "", "warc_record_id": doc_id, "warc_offset": 0, "warc_date": date, "charset": "utf-8"}
 

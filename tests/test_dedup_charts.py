@@ -100,7 +100,7 @@ def test_import_is_cheap():
 
 def test_s_curve_png_written_and_deterministic(tmp_path):
     first = s_curve_png(14, 8, 0.8, tmp_path / "a" / "s_curve.png")
-    second = s_curve_png(14, 8, 0.8, str(tmp_path / "s_curve2.png"))
+    s_curve_png(14, 8, 0.8, str(tmp_path / "s_curve2.png"))
     assert first == str(tmp_path / "a" / "s_curve.png")
     data = (tmp_path / "a" / "s_curve.png").read_bytes()
     assert data.startswith(PNG_MAGIC)

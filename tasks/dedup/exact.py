@@ -6,7 +6,6 @@ the newest stays (ties: the smallest id); the others are URL losers, each named 
 """
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
 from storage.parquet import write_table
