@@ -10,8 +10,6 @@ A document is named by `doc` = part number << 32 | row, which only these interna
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pyarrow as pa
 
@@ -50,7 +48,6 @@ def signatures_path(work: str, part: str) -> str:
 
 
 def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) -> dict:
-    started = time.perf_counter()
     table = read_documents(shard_url, ["id", "url", "text", "lang", "source", "warc_date"])
     texts = table.column("text").to_pylist()
     scopes = table.column("source").to_pylist() if config.scope == "source" else [""] * len(texts)
@@ -76,8 +73,8 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
         save_array(matrix, signatures_path(work, name))
         has_shingles = np.array([hashes.size > 0 for hashes in shingles], dtype=bool)
         without_shingles = int((~has_shingles).sum())
-        salts = np.array([key64(scope) if scope else 0 for scope, keep in zip(scopes, has_shingles) if keep],
-                         dtype=np.int64)
+        scope_keys = {scope: key64(scope) if scope else 0 for scope in set(scopes)}   # one hash per scope
+        salts = np.array([scope_keys[scope] for scope, keep in zip(scopes, has_shingles) if keep], dtype=np.int64)
         per_band = band_keys(matrix[has_shingles], bands, rows, salts)
         band_table = pa.table({"band_key": per_band.reshape(-1),
                                "doc": np.repeat(docs[has_shingles], bands)}, schema=BAND_SCHEMA)
@@ -86,8 +83,7 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
     if config.paragraphs.enabled:
         write_buckets(_paragraph_rows(texts, docs, text_keys, config.paragraphs), "paragraph_key",
                       config.buckets, f"{work}/paragraphs", name)
-    return {"part": part, "documents": len(texts), "without_shingles": without_shingles,
-            "seconds": round(time.perf_counter() - started, 4)}
+    return {"part": part, "documents": len(texts), "without_shingles": without_shingles}
 
 
 def _paragraph_rows(texts: list[str], docs: np.ndarray, text_keys: list[int],

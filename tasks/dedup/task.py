@@ -23,12 +23,13 @@ def _record(work: str, step: str, name: object) -> str:
 
 
 def _measured(compute: Callable[[], dict]) -> Callable[[], dict]:
-    """Adds the step's seconds and the worker process's peak resident memory so far (Linux: KiB -> MiB)."""
+    """Adds the step's seconds (unless the step counts its own, as `apply` does in its stats) and the worker
+    process's peak resident memory so far (Linux: KiB -> MiB)."""
     def run() -> dict:
         started = time.perf_counter()
         result = compute()
-        return result | {"seconds": round(time.perf_counter() - started, 4),
-                         "worker_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+        return ({"seconds": round(time.perf_counter() - started, 4)} | result
+                | {"worker_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
     return run
 
 

@@ -36,22 +36,24 @@ class Catalog:
 
 def build_catalog(pairs: list[tuple[str, str]], columns: list[str], seed: int) -> Catalog:
     """`pairs`: (token shard base, document shard URL) with documents in the same order in both."""
-    shards, parts = [], {"shard": [], "row": [], "tokens": [], "hashes": [], **{name: [] for name in columns}}
+    if not pairs:
+        raise ValueError("no token shards to mix")
+    shards, shard_of, tokens, hashes = [], [], [], []
+    values: dict[str, list] = {name: [] for name in columns}
     for index, (token_base, document_url) in enumerate(pairs):
         shard = TokenShard(token_base)
         table = read_documents(document_url, ["id", *columns])
         if table.num_rows != len(shard):
             raise ValueError(f"{token_base}: {len(shard)} token documents for {table.num_rows} in {document_url}")
         shards.append(shard)
-        parts["shard"].append(np.full(len(shard), index, np.int64))
-        parts["row"].append(np.arange(len(shard), dtype=np.int64))
-        parts["tokens"].append(np.diff(np.asarray(shard.offsets)))
-        parts["hashes"].append(document_hashes(table.column("id").to_pylist(), seed))
+        shard_of.append(np.full(len(shard), index, np.int64))
+        tokens.append(np.diff(np.asarray(shard.offsets)))
+        hashes.append(document_hashes(table.column("id").to_pylist(), seed))
         for name in columns:
-            parts[name].append(np.array(table.column(name).to_pylist(), dtype=object))
-    joined = {name: np.concatenate(values) if values else np.empty(0) for name, values in parts.items()}
-    return Catalog(shards, joined.pop("shard").astype(np.int64), joined.pop("row").astype(np.int64),
-                   joined.pop("tokens").astype(np.int64), joined.pop("hashes").astype(np.int64), joined)
+            values[name] += table.column(name).to_pylist()
+    rows = [np.arange(len(shard), dtype=np.int64) for shard in shards]
+    return Catalog(shards, np.concatenate(shard_of), np.concatenate(rows), np.concatenate(tokens).astype(np.int64),
+                   np.concatenate(hashes), {name: np.array(column, dtype=object) for name, column in values.items()})
 
 
 def selects(catalog: Catalog, source: MixtureSource) -> np.ndarray:

@@ -27,11 +27,11 @@ class Choice:
         return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
 
     def merged(self, other: "Choice", keep: int) -> "Choice":
-        hashes = np.concatenate([self.hashes, other.hashes])
-        order = np.lexsort((np.concatenate([self.rows, other.rows]), np.concatenate([self.shards, other.shards]),
-                            hashes))[:keep]
-        return Choice(hashes[order], np.concatenate([self.shards, other.shards])[order],
-                      np.concatenate([self.rows, other.rows])[order])
+        """Both choices' triples, the `keep` smallest by hash (ties by shard, then row)."""
+        hashes, shards, rows = (np.concatenate(pair) for pair in
+                                ((self.hashes, other.hashes), (self.shards, other.shards), (self.rows, other.rows)))
+        order = np.lexsort((rows, shards, hashes))[:keep]
+        return Choice(hashes[order], shards[order], rows[order])
 
 
 def document_hashes(ids: list[str], seed: int) -> np.ndarray:
