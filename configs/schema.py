@@ -15,6 +15,7 @@ from configs.base import StrictModel
 from configs.dedup import DedupConfig
 from configs.html import HtmlTextConfig
 from configs.mixture import MixtureConfig
+from configs.quality import QualityConfig
 from configs.tokenizer import TokenizerConfig
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
@@ -68,6 +69,7 @@ class Recipe(StrictModel):
     input: InputConfig
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     mixture: MixtureConfig = Field(default_factory=MixtureConfig)
     dask: DaskConfig = Field(default_factory=DaskConfig)

@@ -11,6 +11,7 @@ from flows.dask_cluster import dask_cluster
 from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
 from flows.mixture_stage import mixture_stage_flow
+from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.tracking import flatten, use_experiment
 from storage.fs import local_path
@@ -31,7 +32,15 @@ def curation_flow(recipe: Recipe) -> dict:
         stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
         if recipe.dedup.enabled:
             stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
-        documents = stages.get("dedup", stages["extract"])   # the last document stage
+        documents = stages.get("dedup", stages["extract"])
+        if recipe.quality.enabled:
+            stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
+                recipe, stages["extract"])
+            stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
+                recipe, documents, stages["quality_models"])
+            stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
+                recipe, stages["quality_scores"])
+            documents = stages["quality_filter"]
         if recipe.tokenizer.enabled:
             stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
             stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(

@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger
 from configs.schema import ExtractConfig, Recipe
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import WARC_SUFFIXES, expand_inputs, file_fingerprint, local_path
-from storage.locations import shared_data_dir
+from storage.locations import expand_data_dir
 from tasks.extract.langid import resolve_model_path
 from tasks.extract.shard import ShardJob
 from tasks.extract.task import extract_shard_task
@@ -47,11 +47,7 @@ def extract_stage_flow(recipe: Recipe) -> dict:
 def _with_data_dir(config: ExtractConfig, data_dir: str | None) -> ExtractConfig:
     """Expand `{data_dir}` in blocklist paths (so recipes need not hard-code where the shared data lives) and make
     local paths absolute, since Dask workers may run in another directory."""
-    files = []
-    for path in config.url_filter.blocklist_files:
-        if "{data_dir}" in path:
-            path = path.replace("{data_dir}", data_dir or str(shared_data_dir()))
-        files.append(local_path(path))
+    files = [local_path(expand_data_dir(path, data_dir)) for path in config.url_filter.blocklist_files]
     return config.model_copy(update={"url_filter": config.url_filter.model_copy(update={"blocklist_files": files})})
 
 

@@ -47,16 +47,16 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
     stage = manifest.stage
     report = report or StageReport()
     for name, rows in report.tables.items():
-        create_table_artifact(key=f"{_artifact_key(recipe.name)}-{stage}-{_artifact_key(name)}", table=rows,
+        create_table_artifact(key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-{_artifact_key(name)}", table=rows,
                               description=f"{stage}: {name} ({recipe.name})")
     if shard_results:
         create_table_artifact(
-            key=f"{_artifact_key(recipe.name)}-{stage}-shards",
+            key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-shards",
             table=[_shard_row(shard) for shard in shard_results],
             description=f"{stage}: per-shard statistics ({recipe.name})",
         )
     create_markdown_artifact(
-        key=f"{_artifact_key(recipe.name)}-{stage}-summary",
+        key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-summary",
         markdown=_summary_markdown(stage, manifest, manifest_url, cached) + "\n\n" + report.markdown,
         description=f"{stage}: stage summary ({recipe.name})",
     )

@@ -24,3 +24,8 @@ def state_dir() -> Path:
     path = Path(os.environ.get("SLUICE_STATE_DIR", PROJECT_ROOT / ".state"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def expand_data_dir(path: str, data_dir: str | None) -> str:
+    """`{data_dir}` in a recipe path stands for the shared data directory (the recipe's, else the default)."""
+    return path.replace("{data_dir}", data_dir or str(shared_data_dir())) if "{data_dir}" in path else path

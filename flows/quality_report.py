@@ -1,0 +1,61 @@
+"""What the quality stages show people: model training results, the funnel (documents and word tokens after
+each filter family), drops per reason, histograms with thresholds, and a data card of examples."""
+from __future__ import annotations
+
+import os
+
+from configs.quality import QualityFilterConfig
+from flows.reporting import StageReport
+from tasks.quality.apply import KEPT
+from tasks.quality.charts import histograms_png, thresholds_by_attribute
+
+
+def models_report(kenlm: list[dict], classifier: dict | None) -> StageReport:
+    lines = ["## Quality models", "", "| KenLM language | reference files | lines | characters | model bytes | s |",
+             "|---|---|---|---|---|---|",
+             *[f"| {row['lang']} | {row['reference_files']} | {row['reference_lines']:,} | {row['reference_chars']:,} "
+               f"| {row['kenlm_bytes']:,} | {row['seconds']} |" for row in kenlm]]
+    tables = {"kenlm": kenlm}
+    if classifier:
+        rows = [{"evaluation": "held-out split", **classifier["heldout"]}]
+        if classifier["external"]:
+            rows.append({"evaluation": "quality_labelled (never trained on)", **classifier["external"]})
+        tables["classifier"] = rows
+        lines += ["", f"fastText classifier: {classifier['train_examples']} training examples "
+                      f"({classifier['positive_pool']} reference chunks, {classifier['negative_pool']} raw documents "
+                      "available)", "", "| evaluation | positives | negatives | precision | recall | AUC |",
+                  "|---|---|---|---|---|---|",
+                  *[f"| {row['evaluation']} | {row['positives']} | {row['negatives']} | {row['precision']} | "
+                    f"{row['recall']} | {row['auc']} |" for row in rows]]
+    return StageReport(markdown="\n".join(lines), tables=tables)
+
+
+def funnel_rows(results: list[dict], families: list[str]) -> list[dict]:
+    documents = sum(result["candidates"] for result in results)
+    tokens = sum(result["notes"].get("tokens_in", 0) for result in results)
+    rows = [{"step": "scored", "documents": documents, "word_tokens": tokens}]
+    for family in families:
+        documents -= sum(result["funnel"].get(family, {}).get("documents", 0) for result in results)
+        tokens -= sum(result["funnel"].get(family, {}).get("tokens", 0) for result in results)
+        rows.append({"step": f"after {family}", "documents": documents, "word_tokens": tokens})
+    return rows
+
+
+def filter_report(config: QualityFilterConfig, cutoffs: dict, funnel: list[dict], drops: dict[str, int],
+                  examples: dict[str, list[dict]], folder: str) -> StageReport:
+    chart = histograms_png(cutoffs["histograms"], thresholds_by_attribute(config, cutoffs),
+                           os.path.join(folder, "quality_histograms.png"))
+    lines = ["## Quality filter", "", "| step | documents | word tokens |", "|---|---|---|",
+             *[f"| {row['step']} | {row['documents']:,} | {row['word_tokens']:,} |" for row in funnel],
+             "", "| dropped by | documents |", "|---|---|",
+             *[f"| {reason} | {count} |" for reason, count in sorted(drops.items(), key=lambda item: -item[1])],
+             "", f"Perplexity bucket edges per language: {cutoffs['kenlm_bucket_edges']}; classifier threshold: "
+                 f"{cutoffs['classifier_min_hq_prob']}", "", "## Data card: examples", ""]
+    for label, rows in examples.items():
+        lines.append(f"### {'kept' if label == KEPT else 'dropped: ' + label}")
+        for row in rows:
+            snippet = " ".join(row["text"].split())[:300].replace("|", "\\|")
+            lines.append(f"- `{row['id']}` ({row['lang']}) {row['url']}: {snippet}")
+        lines.append("")
+    tables = {"funnel": funnel, "drops": [{"reason": reason, "documents": count} for reason, count in drops.items()]}
+    return StageReport(markdown="\n".join(lines), tables=tables, files=[chart])

@@ -1,0 +1,145 @@
+"""Three stages, so each reruns only when what it depends on changes:
+
+- `quality_models`: KenLM per reference language and the fastText classifier (negatives from raw extraction);
+- `quality_scores`: every attribute of every document (one task per shard);
+- `quality_filter`: thresholds applied to the stored attributes. Changing a threshold reruns only this stage;
+  the other two are found in the store and reported cached.
+"""
+from __future__ import annotations
+
+import os
+
+from prefect import flow, get_run_logger
+
+from configs.quality import QualityConfig
+from configs.schema import Recipe
+from flows.quality_report import filter_report, funnel_rows, models_report
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
+                                run_stage, shard_entry, summed_stats)
+from storage.fs import file_fingerprint, local_path
+from storage.locations import expand_data_dir
+from storage.manifest import ShardEntry, sha256_file
+from tasks.quality.apply import FilterJob, merge_examples
+from tasks.quality.models import MODELS_FILE, write_models_index
+from tasks.quality.reference import reference_files
+from tasks.quality.rules import family_checks
+from tasks.quality.score import ScoreJob
+from tasks.quality.task import (filter_shard_task, score_shard_task, summarize_task, train_classifier_task,
+                                train_kenlm_task)
+from tasks.stats import StageStats
+
+
+def resolved_quality_config(recipe: Recipe) -> QualityConfig:
+    """The recipe's quality config with `{data_dir}` expanded and local paths absolute (workers may run
+    elsewhere)."""
+    data_dir = local_path(recipe.data_dir) if recipe.data_dir else None
+
+    def paths(values: list[str]) -> list[str]:
+        return [local_path(expand_data_dir(value, data_dir)) for value in values]
+
+    config = recipe.quality
+    kenlm = config.kenlm.model_copy(update={"reference": {lang: paths(values)
+                                                          for lang, values in config.kenlm.reference.items()}})
+    classifier = config.classifier.model_copy(update={
+        "positives": paths(config.classifier.positives),
+        "evaluation_positives": paths(config.classifier.evaluation_positives),
+        "evaluation_negatives": paths(config.classifier.evaluation_negatives)})
+    return config.model_copy(update={"kenlm": kenlm, "classifier": classifier,
+                                     "bad_words_dir": paths([config.bad_words_dir])[0]})
+
+
+def _file_identities(paths: list[str]) -> list[dict]:
+    return [file_fingerprint(path) for path in reference_files(paths)]
+
+
+@flow(name="quality-models", log_prints=True)
+def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
+    config = resolved_quality_config(recipe)
+    kenlm = config.kenlm if config.kenlm.enabled else None
+    classifier = config.classifier if config.classifier.enabled else None
+    model_config = {"kenlm": kenlm.model_dump(mode="json") if kenlm else None,
+                    "classifier": classifier.model_dump(mode="json") if classifier else None}
+    reference_paths = [path for values in (kenlm.reference.values() if kenlm else []) for path in values]
+    classifier_paths = (classifier.positives + classifier.evaluation_positives + classifier.evaluation_negatives
+                        if classifier else [])
+    spec = StageSpec(name="quality_models", config=model_config,
+                     parents=[parent_of(raw_documents)] + _file_identities(reference_paths + classifier_paths),
+                     code_packages=("tasks.quality", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        models_dir = stage.stage_dir
+        os.makedirs(models_dir, exist_ok=True)
+        kenlm_futures = [train_kenlm_task.submit(lang, paths, models_dir, kenlm)
+                         for lang, paths in sorted(kenlm.reference.items())] if kenlm else []
+        classifier_future = train_classifier_task.submit(
+            parent_shard_urls(raw_documents), models_dir, classifier,
+            {"positives": classifier.evaluation_positives, "negatives": classifier.evaluation_negatives}) \
+            if classifier else None
+        kenlm_results = [future.result() for future in kenlm_futures]
+        classifier_result = classifier_future.result() if classifier_future else None
+        write_models_index(models_dir, kenlm_results, classifier_result)
+        files = [MODELS_FILE, *[path for row in kenlm_results for path in (row["sentencepiece"], row["kenlm"])],
+                 *([classifier_result["model"]] if classifier_result else [])]
+        shards = [ShardEntry(path=name, bytes=os.path.getsize(os.path.join(models_dir, name)),
+                             sha256=sha256_file(os.path.join(models_dir, name)), documents=0) for name in files]
+        stats = StageStats(seconds=sum(row["seconds"] for row in kenlm_results)
+                           + (classifier_result["seconds"] if classifier_result else 0.0))
+        summary = {"kenlm_languages": [row["lang"] for row in kenlm_results],
+                   "classifier": {key: classifier_result[key] for key in ("heldout", "external")}
+                   if classifier_result else None}
+        return StageOutput(shards=shards, stats=stats, report=models_report(kenlm_results, classifier_result),
+                           summary=summary)
+
+    return run_stage(recipe, spec, produce)
+
+
+@flow(name="quality-scores", log_prints=True)
+def quality_scores_stage_flow(recipe: Recipe, documents: dict, models: dict) -> dict:
+    config = resolved_quality_config(recipe)
+    scoring = {"c4_lines": config.c4_lines.model_dump(mode="json"), "max_chars": config.max_chars,
+               "kenlm": config.kenlm.enabled, "classifier": config.classifier.enabled}
+    spec = StageSpec(name="quality_scores", config=scoring,
+                     parents=[parent_of(documents), parent_of(models)] + _file_identities([config.bad_words_dir]),
+                     code_packages=("tasks.quality", "tasks.stats", "tasks.resumable", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        models_dir = models["manifest"].rsplit("/", 1)[0]
+        jobs = [ScoreJob(url, stage.path("shards", os.path.basename(url)), models_dir)
+                for url in parent_shard_urls(documents)]
+        get_run_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
+        results = map_tasks(score_shard_task, jobs, "quality scores", config=config,
+                            bad_words_dir=config.bad_words_dir)
+        return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
+                           stats=summed_stats(results), task_results=results)
+
+    return run_stage(recipe, spec, produce)
+
+
+@flow(name="quality-filter", log_prints=True)
+def quality_filter_stage_flow(recipe: Recipe, scores: dict) -> dict:
+    config = recipe.quality
+    thresholds = config.filter
+    spec = StageSpec(name="quality_filter",
+                     config={"filter": thresholds.model_dump(mode="json"),
+                             "bucket_percentiles": list(config.kenlm.bucket_percentiles)},
+                     parents=[parent_of(scores)], code_packages=("tasks.quality", "tasks.stats", "storage"))
+
+    def produce(stage: StageContext) -> StageOutput:
+        shard_urls = parent_shard_urls(scores)
+        cutoffs = summarize_task.submit(shard_urls, config).result()
+        jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
+                for url in shard_urls]
+        results = map_tasks(filter_shard_task, jobs, "quality filter", config=thresholds, cutoffs=cutoffs)
+        stats = summed_stats(results)
+        families = [family for family, _ in family_checks(thresholds, cutoffs)]
+        funnel = funnel_rows(results, families)
+        report = filter_report(thresholds, cutoffs, funnel, dict(stats.drops),
+                               merge_examples(results, thresholds.examples_per_reason), stage.report_dir)
+        task_rows = [{key: value for key, value in result.items() if key not in ("funnel", "examples")}
+                     for result in results]
+        return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results], stats=stats,
+                           task_results=task_rows, report=report,
+                           summary={"funnel": funnel, "kenlm_bucket_edges": cutoffs["kenlm_bucket_edges"],
+                                    "classifier_min_hq_prob": cutoffs["classifier_min_hq_prob"]})
+
+    return run_stage(recipe, spec, produce)

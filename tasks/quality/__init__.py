@@ -1,0 +1,1 @@
+"""Quality attributes (heuristics, KenLM perplexity, fastText classifier) and the threshold filter."""
