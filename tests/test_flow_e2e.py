@@ -107,12 +107,12 @@ def test_the_kept_documents_become_token_shards(first_run):
     from storage.token_shard import TokenShard
     from training.sequences import TokenSequences
 
-    dedup, tokenize = first_run["stages"]["dedup"], first_run["stages"]["tokenize"]
+    kept, tokenize = first_run["stages"]["quality_filter"], first_run["stages"]["tokenize"]
     assert first_run["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"] == 4000
     stage_dir = Path(tokenize["manifest"]).parent
     bases = [str(stage_dir / entry["path"]) for entry in json.loads(Path(tokenize["manifest"]).read_text())["shards"]]
     shards = [TokenShard(base) for base in bases]
-    assert sum(len(shard) for shard in shards) == dedup["stats"]["documents_out"] == tokenize["stats"]["documents_out"]
+    assert sum(len(shard) for shard in shards) == kept["stats"]["documents_out"] == tokenize["stats"]["documents_out"]
     assert sum(shard.num_tokens for shard in shards) == tokenize["stats"]["notes"]["tokens"]
     inputs, targets = TokenSequences(bases, seq_len=128, seed=0).next_batch(4)
     assert inputs.shape == (4, 128) and (inputs[:, 1:] == targets[:, :-1]).all()
@@ -134,13 +134,42 @@ def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
     assert inputs.shape == (2, 256)
 
 
+def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filter(first_run, recipe):
+    from flows.curation import curation_flow
+
+    stages = first_run["stages"]
+    models = stages["quality_models"]["stats"]["summary"]
+    assert models["kenlm_languages"] == ["en"] and models["classifier"]["heldout"]["auc"] > 0.7
+    scores = stages["quality_scores"]
+    assert scores["stats"]["documents_out"] == stages["dedup"]["stats"]["documents_out"]
+    assert scores["stats"]["notes"]["no_perplexity_model_de"] > 0      # counted, not a crash
+    table = read_documents(str(Path(scores["manifest"]).parent / json.loads(
+        Path(scores["manifest"]).read_text())["shards"][0]["path"])).to_pylist()
+    english = [row for row in table if row["lang"] == "en"]
+    assert english and all(row["kenlm_ppl"] > 1 and 0 <= row["hq_prob"] <= 1 for row in english)
+    kept = stages["quality_filter"]
+    families = {reason.split("/")[0] for reason in kept["stats"]["drops"]}
+    assert {"gopher_quality", "kenlm"} <= families
+    funnel = kept["stats"]["summary"]["funnel"]
+    assert funnel[0]["documents"] == scores["stats"]["documents_out"] and funnel[-1]["documents"] == \
+        kept["stats"]["documents_out"]
+    assert any(Path(kept["manifest"]).parent.glob("report/quality_histograms.png"))
+
+    stricter = recipe.model_copy(deep=True)
+    stricter.quality.filter.gopher_quality.min_doc_words = 200
+    swept = curation_flow(stricter)["stages"]
+    assert swept["quality_models"]["cached"] and swept["quality_scores"]["cached"]
+    assert not swept["quality_filter"]["cached"]
+    assert swept["quality_filter"]["stats"]["documents_out"] < kept["stats"]["documents_out"]
+
+
 def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
     from flows.curation import curation_flow
 
     stages = curation_flow(recipe)["stages"]
     again = stages["extract"]
     assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
-    for name in ("dedup", "tokenizer", "tokenize", "mixture"):
+    for name in ("dedup", "quality_models", "quality_scores", "quality_filter", "tokenizer", "tokenize", "mixture"):
         assert stages[name]["cached"] and stages[name]["digest"] == first_run["stages"][name]["digest"]
 
     # Simulate a run killed after two of four shards: manifest and two shards' files are gone.
@@ -202,5 +231,5 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
     assert stages["extract"]["stats"]["documents_out"] == first_run["stages"]["extract"]["stats"]["documents_out"]
     # Byte-identical output of every stage in a fresh store, with a worker lost on the way.
     assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
-    for name in ("dedup", "tokenizer", "tokenize", "mixture"):
+    for name in ("dedup", "quality_models", "quality_scores", "quality_filter", "tokenizer", "tokenize", "mixture"):
         assert stages[name]["digest"] == first_run["stages"][name]["digest"]
