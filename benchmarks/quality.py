@@ -1,0 +1,211 @@
+"""Quality stage measurements, side by side with datatrove 0.10.1 where it has a peer:
+
+    .venv/bin/python benchmarks/quality.py      # ~8 min on 2 cores; needs the peer venv (setup_peer.sh)
+
+Input: the English documents (fastText lid) of the seeded bench corpus's extraction output (cached by
+benchmarks/dedup.py's extraction step). Writes benchmarks/results/quality.json. Each timed side is its own
+process, one at a time, one core.
+- agreement: our attributes + default thresholds vs datatrove's GopherQuality, GopherRepetition, C4Quality
+  (bad words off on both sides: datatrove's list is a separate filter that downloads it) and FineWebQuality at
+  their defaults; share of documents with the same keep/drop decision, and the disagreement classes.
+- heuristic speed: seconds for all four families, ours in one pass (words split once) vs the sum of
+  datatrove's four filters (how a datatrove pipeline runs them).
+- KenLM: the quality_models training on the default reference (all of ../shared/data/reference), Spearman
+  correlation with the CCNet perplexities recorded in quality_labelled/ccnet_dolma, scoring docs/s.
+- classifier: trained as the stage does (reference chunks vs the bench extraction output), held-out and
+  quality_labelled evaluation, scoring docs/s.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import shlex
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.dedup import BENCH_WORK, PYTHON, bench_extraction, log, ratio  # noqa: E402
+from benchmarks.throughput import PEER_PYTHON, RESULTS, ensure_corpus, machine_info, run_json  # noqa: E402
+
+WORK = BENCH_WORK.parent / "quality-bench"
+FAMILIES = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
+GOALS = {"agreement_per_filter": 0.99, "heuristics_speedup_vs_datatrove_per_core": 2.0}
+
+
+def shard_urls(extract: dict) -> list[str]:
+    from flows.stage_runner import parent_shard_urls
+
+    return parent_shard_urls(extract)
+
+
+def write_english_documents(extract: dict, path: Path) -> int:
+    from storage.document_shard import read_documents
+
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for url in shard_urls(extract):
+            for row in read_documents(url, ["id", "text", "lang"]).to_pylist():
+                if row["lang"] == "en":
+                    handle.write(json.dumps(row) + "\n")
+                    count += 1
+    return count
+
+
+def heuristics_child(args) -> int:
+    from configs.quality import QualityConfig
+    from storage.locations import shared_data_dir
+    from tasks.quality.attributes import heuristic_attributes
+    from tasks.quality.rules import c4_reason, fineweb_reason, gopher_quality_reason, gopher_repetition_reason
+
+    config = QualityConfig()
+    thresholds = config.filter
+    c4 = thresholds.c4.model_copy(update={"drop_bad_words": False})
+    bad_words = str(shared_data_dir() / "quality_labelled" / "ldnoobw")
+    documents = [json.loads(line) for line in open(args.documents, encoding="utf-8")]
+    started = time.perf_counter()
+    decisions = {family: [] for family in FAMILIES}
+    for doc in documents:
+        row = {"id": doc["id"], "lang": doc["lang"],
+               **heuristic_attributes(doc["text"], doc["lang"], config.c4_lines, bad_words)}
+        decisions["gopher_quality"].append(gopher_quality_reason(row, thresholds.gopher_quality) or "keep")
+        decisions["gopher_repetition"].append(gopher_repetition_reason(row, thresholds.gopher_repetition) or "keep")
+        decisions["c4"].append(c4_reason(row, c4) or "keep")
+        decisions["fineweb"].append(fineweb_reason(row, thresholds.fineweb) or "keep")
+    seconds = round(time.perf_counter() - started, 3)
+    Path(args.decisions).write_text(json.dumps(decisions))
+    print(json.dumps({"documents": len(documents), "seconds": seconds}))
+    return 0
+
+
+def kenlm_child(args) -> int:
+    from scipy.stats import spearmanr
+
+    from configs.quality import KenlmConfig
+    from storage.locations import shared_data_dir
+    from tasks.quality.models import train_language_model
+    from tasks.quality.perplexity import KenlmModelFiles, PerplexityScorer
+
+    data = shared_data_dir()
+    trained = train_language_model("en", [str(data / "reference")], args.work, KenlmConfig())
+    scorer = PerplexityScorer(KenlmModelFiles(str(Path(args.work) / trained["sentencepiece"]),
+                                              str(Path(args.work) / trained["kenlm"])))
+    oracle = [json.loads(line) for path in sorted((data / "quality_labelled" / "ccnet_dolma").glob("multiple_files*"))
+              for line in gzip.open(path, "rt")]
+    ours = [scorer.perplexity(doc["text"]) for doc in oracle]
+    correlation = spearmanr(ours, [doc["metadata"]["perplexity"] for doc in oracle])
+    documents = [json.loads(line)["text"] for line in open(args.documents, encoding="utf-8")]
+    started = time.perf_counter()
+    for text in documents:
+        scorer.perplexity(text)
+    seconds = time.perf_counter() - started
+    print(json.dumps({"training": trained, "ccnet_documents": len(oracle),
+                      "spearman": round(float(correlation.statistic), 4), "spearman_p": round(float(correlation.pvalue), 4),
+                      "pairs": [[a, doc["metadata"]["perplexity"]] for a, doc in zip(ours, oracle)],
+                      "scored_documents": len(documents), "seconds": round(seconds, 3),
+                      "docs_per_s": round(len(documents) / seconds, 1)}))
+    return 0
+
+
+def classifier_child(args) -> int:
+    from configs.quality import ClassifierConfig
+    from storage.locations import expand_data_dir
+    from tasks.quality.classifier import QualityClassifier
+    from tasks.quality.models import train_quality_classifier
+
+    config = ClassifierConfig()
+    config = config.model_copy(update={name: [expand_data_dir(path, None) for path in getattr(config, name)]
+                                       for name in ("positives", "evaluation_positives", "evaluation_negatives")})
+    trained = train_quality_classifier(shard_urls(json.loads(args.extract)), args.work, config,
+                                       {"positives": config.evaluation_positives,
+                                        "negatives": config.evaluation_negatives})
+    classifier = QualityClassifier(str(Path(args.work) / trained["model"]))
+    documents = [json.loads(line)["text"] for line in open(args.documents, encoding="utf-8")]
+    started = time.perf_counter()
+    for text in documents:
+        classifier.hq_prob(text)
+    seconds = time.perf_counter() - started
+    print(json.dumps(trained | {"scored_documents": len(documents), "seconds_scoring": round(seconds, 3),
+                                "docs_per_s": round(len(documents) / seconds, 1)}))
+    return 0
+
+
+def agreement(ours: dict, peer: dict) -> tuple[dict, dict]:
+    shares, classes = {}, {}
+    for family in FAMILIES:
+        pairs = list(zip(ours[family], peer[family]))
+        same = sum((a == "keep") == (b == "keep") for a, b in pairs)
+        shares[family] = round(same / len(pairs), 4)
+        classes[family] = [{"ours": a, "datatrove": b, "documents": n} for (a, b), n in Counter(
+            (a, b) for a, b in pairs if (a == "keep") != (b == "keep")).most_common()]
+    return shares, classes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="child")
+    for name in ("_heuristics", "_kenlm", "_classifier"):
+        child = sub.add_parser(name)
+        child.add_argument("--documents", required=True)
+        child.add_argument("--decisions", default="")
+        child.add_argument("--work", default="")
+        child.add_argument("--extract", default="{}")
+    parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ (default: the bench corpus)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
+    args = parser.parse_args(argv)
+    if args.child:
+        return {"_heuristics": heuristics_child, "_kenlm": kenlm_child, "_classifier": classifier_child}[args.child](args)
+
+    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    extract, _ = bench_extraction(corpus)
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    documents = WORK / "english.jsonl"
+    english = write_english_documents(extract, documents)
+    ours_lines, ours_cost, _ = run_json([PYTHON, __file__, "_heuristics", "--documents", str(documents),
+                                         "--decisions", str(WORK / "ours.json")], log, "sluice heuristics")
+    peer_lines, peer_cost, _ = run_json([str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_quality_datatrove.py"),
+                                         str(documents), str(WORK / "peer.json")], log, "datatrove filters")
+    shares, classes = agreement(json.loads((WORK / "ours.json").read_text()),
+                                json.loads((WORK / "peer.json").read_text()))
+    kenlm, _, _ = run_json([PYTHON, __file__, "_kenlm", "--documents", str(documents), "--work", str(WORK / "kenlm")],
+                           log, "KenLM train + score")
+    classifier, _, _ = run_json([PYTHON, __file__, "_classifier", "--documents", str(documents), "--work",
+                                 str(WORK / "classifier"), "--extract", json.dumps(extract)], log,
+                                "classifier train + score")
+    ours, peer, kenlm, classifier = ours_lines[-1], peer_lines[-1], kenlm[-1], classifier[-1]
+    peer_seconds = sum(peer["seconds"].values())
+    result = {
+        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/quality.py",
+                                                     *(argv if argv is not None else sys.argv[1:])]),
+        "date": dt.datetime.now().isoformat(timespec="minutes"), "corpus": corpus_origin,
+        "english_documents": english,
+        "agreement": shares,
+        "heuristics_speedup_vs_datatrove_per_core": ratio(peer_seconds, ours["seconds"]),
+        "heuristics_docs_per_s": round(english / ours["seconds"], 1),
+        "peer_heuristics_docs_per_s": round(english / peer_seconds, 1),
+        "peer_seconds_per_filter": peer["seconds"],
+        "peer_gopher_repetition_share_of_time": round(peer["seconds"]["gopher_repetition"] / peer_seconds, 3),
+        "kenlm_spearman_vs_ccnet": kenlm["spearman"], "kenlm_spearman_p": kenlm["spearman_p"],
+        "kenlm_docs_per_s": kenlm["docs_per_s"], "kenlm_training_seconds": kenlm["training"]["seconds"],
+        "classifier_auc": classifier["heldout"]["auc"], "classifier_heldout": classifier["heldout"],
+        "classifier_quality_labelled": classifier["external"], "classifier_docs_per_s": classifier["docs_per_s"],
+        "classifier_training_seconds": classifier["seconds"],
+        "disagreements": classes, "kenlm_ccnet_pairs": kenlm["pairs"], "goals": GOALS,
+        "process_costs": {"ours": ours_cost, "peer": peer_cost}, "machine": machine_info(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    log(json.dumps({k: v for k, v in result.items() if k not in ("disagreements", "kenlm_ccnet_pairs", "machine",
+                                                                 "process_costs")}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
