@@ -148,19 +148,18 @@ def agreement(ours: dict, peer: dict) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    children = {"_heuristics": heuristics_child, "_kenlm": kenlm_child, "_classifier": classifier_child}
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="child")
-    for name in ("_heuristics", "_kenlm", "_classifier"):
-        child = sub.add_parser(name)
-        child.add_argument("--documents", required=True)
-        child.add_argument("--decisions", default="")
-        child.add_argument("--work", default="")
-        child.add_argument("--extract", default="{}")
+    parser.add_argument("child", nargs="?", choices=sorted(children), help="internal: one timed side")
+    parser.add_argument("--documents", help="internal: English documents as JSON lines")
+    parser.add_argument("--decisions", default="", help="internal: where a side writes its decisions")
+    parser.add_argument("--work", default="", help="internal: model folder")
+    parser.add_argument("--extract", default="{}", help="internal: the extraction stage summary")
     parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ (default: the bench corpus)")
     parser.add_argument("--out", type=Path, default=RESULTS / "quality.json")
     args = parser.parse_args(argv)
     if args.child:
-        return {"_heuristics": heuristics_child, "_kenlm": kenlm_child, "_classifier": classifier_child}[args.child](args)
+        return children[args.child](args)
 
     corpus, corpus_origin = ensure_corpus(args.corpus, log)
     extract, _ = bench_extraction(corpus)

@@ -14,13 +14,21 @@ import regex
 from configs.dedup import CHARACTER_SHINGLE_LANGUAGES
 
 _URL = regex.compile(r"^(?:[a-z][a-z0-9+.-]*://|www\.)\S+$", regex.IGNORECASE)
-_ABBREVIATION = regex.compile(r"^(?:\p{L}\.){2,}$|^(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|Inc|Ltd|Co|No|Mt|Jan|Feb|"
+_ABBREVIATION = regex.compile(r"^(?:\p{L}\.){2,}$|^(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|vs|etc|Inc|Ltd|Co|Mt|Jan|Feb|"
                               r"Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|\p{Lu})\.$")
+# Marks that stay one word when they stand alone (dashes, ellipses, emoticons); other runs of marks split.
+_WHOLE_MARKS = frozenset({"--", "---", "...", "....", "…", ":)", ":(", "):", ":-)", ";)", ":D", "<3", "=)", ":/"})
+_MULTI_MARK = regex.compile(r"\.{2,}|-{2,}|.")
+# Trailing marks that are not split off a word (spaCy keeps "word--", "Google+", "breech-").
+_KEPT_SUFFIXES = frozenset("-—–*+_/")
+# Contractions written without an apostrophe that spaCy still splits.
+_BARE_CONTRACTIONS = {"cannot": 3, "im": 1, "hed": 2, "ive": 1, "dont": 2, "didnt": 3, "doesnt": 4, "isnt": 2,
+                      "wasnt": 3, "wont": 2, "cant": 2, "youre": 3, "thats": 4}
 # Inside a chunk: hyphens and dashes, or : / , between letters, split; between digits they do not (12:30, 2020-07).
-_INFIX = regex.compile(r"(?<=\p{L})(-{1,3}|[–—~])(?=\p{L})|(?<=[\p{L}\p{N}])([:/<>=])(?=\p{L})|(?<=\p{L})(,)(?=\p{L})"
+_INFIX = regex.compile(r"(?<=[\p{L}\p{N}])(-{1,3}|[–—~])(?=\p{L})|(?<=[\p{L}\p{N}])([:/<>=])(?=\p{L})|(?<=\p{L})(,)(?=\p{L})"
                        r"|(\.{3,}|…)")
 _CONTRACTION = regex.compile(r"(?i)^(.+?)(n['’]t|['’](?:s|m|d|ll|re|ve))$")
-_SENTENCE_END = regex.compile(r"[\p{Sentence_Terminal}]+[\"'”’)\]]*(?=\s|$)")
+_SENTENCE_END = regex.compile(r"[\p{Sentence_Terminal}]+[\"'”’)\]]*$")
 _PARAGRAPH_BREAK = regex.compile(r"\n{2,}")
 _LINE_BREAKS = regex.compile(r"\n+")
 
@@ -31,8 +39,11 @@ UNSPACED_LANGUAGES = frozenset(CHARACTER_SHINGLE_LANGUAGES)
 def split_words(text: str) -> list[str]:
     words: list[str] = []
     for chunk in text.split():
-        if chunk.isalnum() or not any(char.isalnum() for char in chunk):   # a plain word, or marks only ("--")
-            words.append(chunk)
+        if chunk.isalnum():          # most words: nothing to split
+            split = _BARE_CONTRACTIONS.get(chunk.lower())
+            words.extend((chunk[:split], chunk[split:]) if split else (chunk,))
+        elif not any(char.isalnum() for char in chunk):
+            words.extend((chunk,) if chunk in _WHOLE_MARKS else _MULTI_MARK.findall(chunk))
         else:
             _split_chunk(chunk, words)
     return words
@@ -45,7 +56,7 @@ def _split_chunk(chunk: str, words: list[str]) -> None:
         mark = "..." if chunk.startswith("...") else chunk[0]
         words.append(mark)
         chunk = chunk[len(mark):]
-    while chunk and not chunk[-1].isalnum() and not _ABBREVIATION.match(chunk):
+    while chunk and not chunk[-1].isalnum() and chunk[-1] not in _KEPT_SUFFIXES and not _ABBREVIATION.match(chunk):
         mark = "..." if chunk.endswith("...") else chunk[-1]
         suffixes.append(mark)
         chunk = chunk[:-len(mark)]
@@ -69,8 +80,10 @@ def split_lines(text: str) -> list[str]:
 
 
 def count_sentences(line: str) -> int:
-    """Sentences in one line: runs of sentence-final punctuation followed by space or the end, at least 1."""
-    return max(1, len(_SENTENCE_END.findall(line)))
+    """Sentences in one line: words ending in sentence-final punctuation (closing quotes and brackets allowed
+    after it), abbreviations such as "Dr." and "U.S." excepted; at least 1."""
+    ends = sum(1 for chunk in line.split() if _SENTENCE_END.search(chunk) and not _ABBREVIATION.match(chunk))
+    return max(1, ends)
 
 
 @lru_cache(maxsize=1)
