@@ -136,6 +136,27 @@ def classifier_child(args) -> int:
     return 0
 
 
+def stop_word_rule_on_german(extract: dict) -> dict:
+    """German pages failing Gopher's stop-word rule (< 2 distinct stop words) with the English list (datatrove's
+    default for every document) and with the document's own language's list (ours)."""
+    from storage.document_shard import read_documents
+    from tasks.quality.gopher import gopher_quality
+    from tasks.quality.words import split_words
+
+    failing = Counter()
+    pages = 0
+    for url in shard_urls(extract):
+        for row in read_documents(url, ["text", "lang"]).to_pylist():
+            if row["lang"] != "de":
+                continue
+            pages += 1
+            words = split_words(row["text"])
+            for lang in ("en", "de"):
+                failing[lang] += gopher_quality(row["text"], words, lang)["gopher_stop_words"] < 2
+    return {"german_pages": pages, "failing_with_english_list": failing["en"],
+            "failing_with_german_list": failing["de"]}
+
+
 def agreement(ours: dict, peer: dict) -> tuple[dict, dict]:
     shares, classes = {}, {}
     for family in FAMILIES:
@@ -196,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         "classifier_auc": classifier["heldout"]["auc"], "classifier_heldout": classifier["heldout"],
         "classifier_quality_labelled": classifier["external"], "classifier_docs_per_s": classifier["docs_per_s"],
         "classifier_training_seconds": classifier["seconds"],
-        "disagreements": classes, "kenlm_ccnet_pairs": kenlm["pairs"], "goals": GOALS,
+        "stop_word_rule_on_german": stop_word_rule_on_german(extract), "disagreements": classes, "kenlm_ccnet_pairs": kenlm["pairs"], "goals": GOALS,
         "process_costs": {"ours": ours_cost, "peer": peer_cost}, "machine": machine_info(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

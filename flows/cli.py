@@ -29,9 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     corpus.add_argument("--out", type=Path, required=True)
     corpus.add_argument("--data-dir", type=Path, help="shared data (default SLUICE_DATA_DIR or ../shared/data)")
 
+    plan = commands.add_parser("plan", help="review a training config before launch: memory, FLOPs, time")
+    plan.add_argument("config", type=Path)
+    plan.add_argument("--json", action="store_true", help="print the figures as JSON")
+
     args = parser.parse_args(argv)
     if args.command == "corpus":
         return _corpus(args)
+    if args.command == "plan":
+        return _plan(args)
     from configs.schema import RecipeError, load_recipe, parse_recipe
 
     try:
@@ -68,6 +74,26 @@ def _run(recipe) -> int:
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
     print(f"  browse it:       mlflow ui --backend-store-uri {result['mlflow_tracking_uri']}")
+    return 0
+
+
+def _plan(args) -> int:
+    from pydantic import ValidationError
+
+    from configs.training import load_training_config
+    from training.plan import PlanRefused, check_fits, plan, plan_text
+
+    try:
+        figures = plan(load_training_config(args.config))
+    except (OSError, ValidationError) as error:
+        print(f"{args.config}: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(figures, indent=2) if args.json else plan_text(figures))
+    try:
+        check_fits(figures)
+    except PlanRefused as error:
+        print(f"refused: {error}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -1,0 +1,57 @@
+"""Training config as far as `sluice plan` reads it: the model, the batch, the run length and the hardware.
+
+The trainer (issue 9) extends this file; the planner's figures come only from these fields.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, model_validator
+
+from configs.base import StrictModel
+
+Sharding = Literal["none", "zero1", "zero2", "zero3"]
+
+
+class ModelSpec(StrictModel):
+    preset: Literal["tiny", "124M", "350M", "1B"] = "124M"
+    vocab_size: int | None = Field(None, ge=16, description="overrides the preset (the tokenizer's size)")
+    seq_len: int | None = Field(None, ge=8)
+    n_layers: int | None = Field(None, ge=1)
+    d_model: int | None = Field(None, ge=8)
+    n_heads: int | None = Field(None, ge=1)
+
+
+class HardwareSpec(StrictModel):
+    device: Literal["cpu", "h100", "h200", "a100-40gb", "a100-80gb"] = "cpu"
+    dtype: Literal["bf16", "fp32"] = Field("fp32", description="bf16 = mixed precision with fp32 master weights")
+    data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over")
+    sharding: Sharding = Field("zero3", description="FSDP fully_shard = zero3")
+    activation_checkpointing: bool = False
+    pipeline_stages: int = Field(1, ge=1, description="for the bubble figure only; the trainer is data parallel")
+    pipeline_micro_batches: int = Field(1, ge=1)
+    interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
+    checkpoint_write_gb_per_s: float = Field(2.0, gt=0)
+    assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
+
+
+class TrainingConfig(StrictModel):
+    name: str = Field("train", min_length=1)
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    micro_batch_size: int = Field(8, ge=1, description="sequences per rank per forward/backward")
+    grad_accumulation: int = Field(1, ge=1)
+    steps: int | None = Field(None, ge=1, description="optimizer updates; or give `tokens`")
+    tokens: int | None = Field(None, ge=1, description="training tokens; rounded up to whole updates")
+    hardware: HardwareSpec = Field(default_factory=HardwareSpec)
+
+    @model_validator(mode="after")
+    def _length_given_once(self) -> "TrainingConfig":
+        if (self.steps is None) == (self.tokens is None):
+            raise ValueError("give exactly one of `steps` and `tokens`")
+        return self
+
+
+def load_training_config(path: str | Path) -> TrainingConfig:
+    return TrainingConfig.model_validate(yaml.safe_load(Path(path).read_text()))

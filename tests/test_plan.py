@@ -1,0 +1,82 @@
+"""The model against its own formulas, and `sluice plan` against hand computations."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from configs.training import TrainingConfig, load_training_config
+from training.model import PRESETS, Transformer, parameter_count
+from training.plan import PlanRefused, check_fits, plan
+
+
+@pytest.mark.parametrize("preset", ["tiny", "124M"])
+def test_parameter_formula_matches_the_model(preset):
+    model = Transformer(PRESETS[preset])
+    assert sum(p.numel() for p in model.parameters()) == parameter_count(PRESETS[preset])
+
+
+def test_model_is_causal_with_tied_embeddings():
+    torch.manual_seed(0)
+    model = Transformer(PRESETS["tiny"]).eval()
+    tokens = torch.randint(0, 512, (2, 32))
+    logits = model(tokens)
+    assert logits.shape == (2, 32, 512)
+    changed = tokens.clone()
+    changed[:, 20:] = (changed[:, 20:] + 1) % 512
+    assert torch.allclose(model(changed)[:, :20], logits[:, :20], atol=1e-5)      # the future does not leak
+    assert not torch.allclose(model(changed)[:, 20:], logits[:, 20:])
+    assert model.embedding.weight.data_ptr() == next(p for n, p in model.named_parameters() if "embedding" in n).data_ptr()
+    assert model.generate(tokens[:, :4], 5, temperature=0).shape == (2, 9)
+    with pytest.raises(ValueError, match="exceeds seq_len"):
+        model(torch.zeros(1, 65, dtype=torch.long))
+
+
+def test_seed_003_batch_and_hand_computed_figures():
+    figures = plan(load_training_config("configs/train_seed003.yaml"))
+    assert figures["tokens_per_update"] == 8 * 2048 * 16 * 128 == 33_554_432
+    n = figures["parameters"]
+    model = figures["model"]
+    assert figures["flops_per_token"] == 6 * n + 12 * model["n_layers"] * model["d_model"] * model["seq_len"]
+    assert figures["steps"] == math.ceil(20.6e9 / 33_554_432)
+    # bf16 mixed precision: 2 + 2 + 12 bytes per parameter; ZeRO-3 divides all three by the 128 ranks.
+    zero3, none = figures["memory_gb_per_rank"]["zero3"], figures["memory_gb_per_rank"]["none"]
+    assert none["optimizer"] == pytest.approx(12 * n / 1e9, abs=1e-3)
+    assert zero3["parameters"] == pytest.approx(2 * n / 128 / 1e9, abs=1e-3)
+    assert figures["memory_gb_per_rank"]["zero1"]["gradients"] == pytest.approx(2 * n / 1e9, abs=1e-3)
+    assert zero3["activations"] == pytest.approx((model["n_layers"] * 34 * 2048 * 8 * 2048 + 4 * 2048 * 8 * model["vocab_size"]) / 1e9, abs=1e-3)
+    assert figures["allreduce_seconds_per_update"] == pytest.approx(2 * 127 / 128 * 2 * n / 400e9, abs=1e-4)
+    assert figures["checkpoint_gb"] == pytest.approx(12 * n / 1e9, abs=1e-3)
+    compute = figures["total_flops"]
+    assert figures["chinchilla_optimal_parameters"] == pytest.approx(math.sqrt(compute / 120), rel=1e-6)
+    assert figures["expected_wall_hours"] == pytest.approx(compute / (989e12 * 128 * 0.4) / 3600, rel=1e-3)
+    check_fits(figures)
+
+
+def test_pipeline_bubble_and_a_run_that_does_not_fit():
+    config = TrainingConfig.model_validate({"model": {"preset": "1B"}, "micro_batch_size": 32, "steps": 10,
+                                            "hardware": {"device": "a100-40gb", "dtype": "bf16", "sharding": "none",
+                                                         "pipeline_stages": 4, "pipeline_micro_batches": 12}})
+    figures = plan(config)
+    assert figures["pipeline_bubble_fraction"] == pytest.approx(3 / 15)
+    assert figures["expected_wall_hours"] is not None
+    with pytest.raises(PlanRefused, match="exceeds the device's 40 GB"):
+        check_fits(figures)
+    assert plan(config.model_copy(update={"hardware": config.hardware.model_copy(
+        update={"device": "cpu", "dtype": "fp32"})}))["expected_wall_hours"] is None       # no peak for CPU
+
+
+def test_plan_command_prints_and_refuses(tmp_path, capsys):
+    from flows.cli import main
+
+    assert main(["plan", "configs/train_seed003.yaml", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens_per_update"] == 33_554_432
+    too_big = tmp_path / "big.yaml"
+    too_big.write_text("model: {preset: 1B}\nmicro_batch_size: 64\nsteps: 1\nhardware: {device: h100, dtype: bf16, "
+                       "sharding: none}\n")
+    assert main(["plan", str(too_big)]) == 3
+    assert "refused: planned memory per rank" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="exactly one of"):
+        TrainingConfig.model_validate({"steps": 1, "tokens": 5})

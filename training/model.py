@@ -1,0 +1,173 @@
+"""A decoder-only transformer, whole in one file (nanoGPT's model.py is the model followed).
+
+Pre-norm blocks: RMSNorm -> causal self-attention (rotary position embeddings, RMSNorm on queries and keys)
+-> residual; RMSNorm -> SwiGLU MLP -> residual. Token embeddings are tied to the output projection. No biases.
+Sizes come from `ModelConfig`: a tiny one for tests and the 124M / 350M / 1B presets.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int = 32000
+    seq_len: int = 1024
+    n_layers: int = 12
+    d_model: int = 768
+    n_heads: int = 12
+    ffn_multiple: int = 256      # the SwiGLU hidden size is 8/3 d_model rounded up to this multiple
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self):
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"d_model {self.d_model} must split into {self.n_heads} heads of even size")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def ffn_dim(self) -> int:
+        hidden = int(8 * self.d_model / 3)
+        return self.ffn_multiple * math.ceil(hidden / self.ffn_multiple)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PRESETS = {
+    "tiny": ModelConfig(vocab_size=512, seq_len=64, n_layers=2, d_model=64, n_heads=4, ffn_multiple=32),
+    # GPT-2's padded vocabulary (50,304) gives the named sizes; a recipe's tokenizer size replaces it.
+    "124M": ModelConfig(vocab_size=50304, n_layers=12, d_model=768, n_heads=12),
+    "350M": ModelConfig(vocab_size=50304, n_layers=24, d_model=1024, n_heads=16),
+    "1B": ModelConfig(vocab_size=50304, n_layers=18, d_model=2048, n_heads=16, seq_len=2048),
+}
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps)
+        return normed.type_as(x) * self.weight
+
+
+def rotary_tables(config: ModelConfig, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of each position's rotation angles, (seq_len, head_dim / 2)."""
+    inverse = 1.0 / config.rope_theta ** (torch.arange(0, config.head_dim, 2, device=device).float() / config.head_dim)
+    angles = torch.outer(torch.arange(config.seq_len, device=device).float(), inverse)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[2i], x[2i+1]) of x (batch, heads, time, head_dim) by the position's angles."""
+    even, odd = x.float()[..., 0::2], x.float()[..., 1::2]
+    cos, sin = cos[: x.shape[-2]], sin[: x.shape[-2]]
+    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+    return rotated.flatten(-2).type_as(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        self.out = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.q_norm = RMSNorm(config.head_dim, config.norm_eps)   # QK-norm keeps attention logits bounded
+        self.k_norm = RMSNorm(config.head_dim, config.norm_eps)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        batch, time, width = x.shape
+        q, k, v = self.qkv(x).view(batch, time, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q = apply_rotary(self.q_norm(q), cos, sin)
+        k = apply_rotary(self.k_norm(k), cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(batch, time, width))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.gate = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.up = nn.Linear(config.d_model, config.ffn_dim, bias=False)
+        self.down = nn.Linear(config.ffn_dim, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attention_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attention = Attention(config)
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.mlp = SwiGLU(config)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), cos, sin)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.final_norm = RMSNorm(config.d_model, config.norm_eps)
+        cos, sin = rotary_tables(config)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """GPT-2's initialization: normal(0, 0.02), output projections of residual branches scaled by
+        1/sqrt(2 * layers) so the residual stream's variance does not grow with depth."""
+        for name, parameter in self.named_parameters():
+            if name.endswith("norm.weight"):
+                nn.init.ones_(parameter)
+            else:
+                std = 0.02 / math.sqrt(2 * self.config.n_layers) if name.endswith(("out.weight", "down.weight")) \
+                    else 0.02
+                nn.init.normal_(parameter, mean=0.0, std=std)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (batch, time, vocab) for tokens (batch, time); time <= seq_len."""
+        if tokens.shape[1] > self.config.seq_len:
+            raise ValueError(f"sequence of {tokens.shape[1]} tokens exceeds seq_len {self.config.seq_len}")
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x, self.rope_cos, self.rope_sin)
+        return F.linear(self.final_norm(x), self.embedding.weight)    # tied output projection
+
+    @torch.no_grad()
+    def generate(self, tokens: torch.Tensor, new_tokens: int, temperature: float = 1.0,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Sample `new_tokens` continuations (temperature 0 = greedy), feeding back the last seq_len tokens."""
+        for _ in range(new_tokens):
+            logits = self(tokens[:, -self.config.seq_len:])[:, -1, :]
+            if temperature == 0:
+                chosen = logits.argmax(-1, keepdim=True)
+            else:
+                chosen = torch.multinomial(F.softmax(logits / temperature, dim=-1), 1, generator=generator)
+            tokens = torch.cat((tokens, chosen), dim=1)
+        return tokens
+
+
+def parameter_count(config: ModelConfig) -> int:
+    """Parameters of `Transformer(config)` by formula (the planner uses it; a test checks it against torch)."""
+    attention = 4 * config.d_model * config.d_model + 2 * config.head_dim
+    mlp = 3 * config.d_model * config.ffn_dim
+    block = attention + mlp + 2 * config.d_model
+    return config.vocab_size * config.d_model + config.n_layers * block + config.d_model

@@ -1,0 +1,135 @@
+"""`sluice plan`: the quantitative review of a training run before launch.
+
+Formulas, and where they come from:
+- FLOPs per token = 6N + 12 * layers * d_model * seq_len (PaLM, appendix B: the MFU definition); N counts every
+  parameter once (the tied embedding is the output projection's matmul).
+- Memory per rank (ZeRO, Rajbhandari et al. 2020): bf16 mixed precision keeps 2 bytes of parameters, 2 of
+  gradients and 12 of optimizer state (fp32 master, Adam m and v) per parameter; fp32 keeps 4 + 4 + 8.
+  ZeRO-1 shards the optimizer state over the data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 (FSDP)
+  also the parameters.
+- Activations per layer (Korthikanti et al. 2022) with fused attention (no stored score matrix):
+  34 * seq * micro_batch * d_model bytes in 16-bit, doubled in fp32; with activation checkpointing only each
+  layer's input (2 bytes per element) plus one layer recomputed; plus the fp32 logits (4 * seq * batch * vocab).
+- Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
+  bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
+- Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from configs.training import TrainingConfig
+from training.model import PRESETS, ModelConfig, parameter_count
+
+# Dense peak FLOP/s per device and dtype (vendor data sheets); CPU has no entry: tokens/s only.
+PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", "bf16"): 312e12,
+              ("a100-80gb", "bf16"): 312e12, ("h100", "fp32"): 67e12, ("h200", "fp32"): 67e12,
+              ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
+DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
+STATE_BYTES = {"bf16": (2, 2, 12), "fp32": (4, 4, 8)}     # parameters, gradients, optimizer per parameter
+GB = 1e9
+
+
+class PlanRefused(ValueError):
+    """The run does not fit the device; the message has the numbers."""
+
+
+def model_config(config: TrainingConfig) -> ModelConfig:
+    overrides = {key: value for key, value in config.model.model_dump().items() if key != "preset" and value}
+    return replace(PRESETS[config.model.preset], **overrides)
+
+
+def memory_per_rank(n_params: int, dtype: str, ranks: int) -> dict[str, dict[str, float]]:
+    """Bytes of parameters, gradients and optimizer state on one rank under each sharding."""
+    params, grads, optimizer = (n_params * size for size in STATE_BYTES[dtype])
+    shard = {"none": (1, 1, 1), "zero1": (1, 1, ranks), "zero2": (1, ranks, ranks), "zero3": (ranks, ranks, ranks)}
+    return {name: {"parameters": params / p, "gradients": grads / g, "optimizer": optimizer / o}
+            for name, (p, g, o) in shard.items()}
+
+
+def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool) -> float:
+    scale = 1 if dtype == "bf16" else 2
+    per_layer = 34 * model.seq_len * micro_batch * model.d_model * scale
+    logits = 4 * model.seq_len * micro_batch * model.vocab_size
+    if checkpointing:
+        return model.n_layers * 2 * model.seq_len * micro_batch * model.d_model * scale + per_layer + logits
+    return model.n_layers * per_layer + logits
+
+
+def plan(config: TrainingConfig) -> dict:
+    model = model_config(config)
+    hardware = config.hardware
+    n_params = parameter_count(model)
+    flops_per_token = 6 * n_params + 12 * model.n_layers * model.d_model * model.seq_len
+    tokens_per_update = config.micro_batch_size * model.seq_len * config.grad_accumulation * hardware.data_parallel
+    steps = config.steps or math.ceil(config.tokens / tokens_per_update)
+    tokens = steps * tokens_per_update
+    total_flops = flops_per_token * tokens
+    states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel)
+    activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag)
+                   for flag in (False, True)}
+    memory = {sharding: {**{k: round(v / GB, 3) for k, v in parts.items()},
+                         "activations": round(activations[False] / GB, 3),
+                         "total": round((sum(parts.values()) + activations[False]) / GB, 3),
+                         "total_with_activation_checkpointing": round((sum(parts.values()) + activations[True]) / GB, 3)}
+              for sharding, parts in states.items()}
+    gradient_bytes = n_params * STATE_BYTES[hardware.dtype][1]
+    ranks = hardware.data_parallel
+    allreduce_seconds = 2 * (ranks - 1) / ranks * gradient_bytes / (hardware.interconnect_gb_per_s * GB) \
+        if ranks > 1 else 0.0
+    checkpoint_bytes = 12 * n_params
+    chinchilla_params = math.sqrt(total_flops / 120)
+    peak = PEAK_FLOPS.get((hardware.device, hardware.dtype))
+    chosen = memory[hardware.sharding]
+    planned_gb = chosen["total_with_activation_checkpointing" if hardware.activation_checkpointing else "total"]
+    result = {
+        "model": model.to_dict(), "parameters": n_params,
+        "flops_per_token": flops_per_token, "flops_per_token_6n": 6 * n_params,
+        "tokens_per_update": tokens_per_update, "steps": steps, "tokens": tokens, "total_flops": total_flops,
+        "tokens_per_parameter": round(tokens / n_params, 2),
+        "memory_gb_per_rank": memory, "planned_memory_gb_per_rank": planned_gb,
+        "device_memory_gb": DEVICE_MEMORY_GB.get(hardware.device),
+        "pipeline_bubble_fraction": round((hardware.pipeline_stages - 1) /
+                                          (hardware.pipeline_micro_batches + hardware.pipeline_stages - 1), 4),
+        "allreduce_seconds_per_update": round(allreduce_seconds, 4),
+        "checkpoint_gb": round(checkpoint_bytes / GB, 3),
+        "checkpoint_write_seconds": round(checkpoint_bytes / (hardware.checkpoint_write_gb_per_s * GB), 2),
+        "chinchilla_optimal_parameters": round(chinchilla_params), "chinchilla_optimal_tokens": round(20 * chinchilla_params),
+        "peak_flops_per_device": peak,
+        "expected_wall_hours": round(total_flops / (peak * ranks * hardware.assumed_mfu) / 3600, 3) if peak else None,
+    }
+    return result
+
+
+def check_fits(result: dict) -> None:
+    """Refuse a run whose planned memory per rank exceeds the device's."""
+    limit = result["device_memory_gb"]
+    if limit is not None and result["planned_memory_gb_per_rank"] > limit:
+        raise PlanRefused(f"planned memory per rank {result['planned_memory_gb_per_rank']:.1f} GB exceeds the "
+                          f"device's {limit} GB: {result['memory_gb_per_rank']}")
+
+
+def plan_text(result: dict) -> str:
+    """The plan as a person reads it."""
+    model = result["model"]
+    lines = [f"model: {result['parameters'] / 1e6:.1f}M parameters ({model['n_layers']} layers, d_model "
+             f"{model['d_model']}, {model['n_heads']} heads, vocab {model['vocab_size']}, seq {model['seq_len']})",
+             f"FLOPs per token: {result['flops_per_token']:.3e} (6N = {result['flops_per_token_6n']:.3e}, the rest "
+             f"attention)",
+             f"batch: {result['tokens_per_update']:,} tokens per update; {result['steps']:,} updates = "
+             f"{result['tokens']:,} tokens ({result['tokens_per_parameter']} per parameter); "
+             f"{result['total_flops']:.3e} FLOPs",
+             f"Chinchilla-optimal for this compute: {result['chinchilla_optimal_parameters'] / 1e6:.1f}M parameters, "
+             f"{result['chinchilla_optimal_tokens']:,} tokens",
+             "memory per rank, GB (params / grads / optimizer / activations = total; with activation checkpointing):"]
+    for sharding, parts in result["memory_gb_per_rank"].items():
+        lines.append(f"  {sharding:6} {parts['parameters']:.3f} / {parts['gradients']:.3f} / {parts['optimizer']:.3f} "
+                     f"/ {parts['activations']:.3f} = {parts['total']:.3f}; {parts['total_with_activation_checkpointing']:.3f}")
+    lines += [f"planned per rank: {result['planned_memory_gb_per_rank']} GB of {result['device_memory_gb'] or 'host'}",
+              f"pipeline bubble: {result['pipeline_bubble_fraction']:.1%}; ring all-reduce per update: "
+              f"{result['allreduce_seconds_per_update']} s; checkpoint {result['checkpoint_gb']} GB, written in "
+              f"{result['checkpoint_write_seconds']} s",
+              f"expected wall time: {result['expected_wall_hours']} h at the assumed MFU" if result["expected_wall_hours"]
+              is not None else "expected wall time: no FLOP/s peak for CPU; the trainer reports tokens/s"]
+    return "\n".join(lines)
