@@ -37,8 +37,33 @@ class HardwareSpec(StrictModel):
     assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
 
 
+class OptimizerSpec(StrictModel):
+    lr: float = Field(3e-4, gt=0)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="cosine decays to lr * this")
+    warmup_steps: int = Field(100, ge=0)
+    betas: tuple[float, float] = (0.9, 0.95)
+    weight_decay: float = Field(0.1, ge=0, description="not applied to norms and embeddings")
+    grad_clip: float | None = Field(1.0, gt=0, description="global gradient norm limit")
+    z_loss: float = Field(1e-4, ge=0, description="weight of log(Z)^2 (PaLM), keeps logits from drifting")
+
+
+class DataSpec(StrictModel):
+    train: list[str] = Field(default_factory=list, description="token shard base paths (a mixture's train.*)")
+    validation: list[str] = Field(default_factory=list)
+    seed: int = Field(0, ge=0)
+
+
+class CheckpointSpec(StrictModel):
+    dir: str = Field(".state/checkpoints/train", description="torch.distributed.checkpoint folders step-NNNNNN")
+    every: int = Field(100, ge=1, description="steps between checkpoints (and one at the end)")
+
+
 class TrainingConfig(StrictModel):
     name: str = Field("train", min_length=1)
+    data: DataSpec = Field(default_factory=DataSpec)
+    optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
+    checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    seed: int = Field(0, ge=0, description="model initialization")
     model: ModelSpec = Field(default_factory=ModelSpec)
     micro_batch_size: int = Field(8, ge=1, description="sequences per rank per forward/backward")
     grad_accumulation: int = Field(1, ge=1)

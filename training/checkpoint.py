@@ -1,0 +1,53 @@
+"""Checkpoints with torch.distributed.checkpoint: model and optimizer (sharded, each rank writes its part), plus
+per-rank files for what is not a tensor of the model: step, data position and RNG states.
+
+A checkpoint is the folder `step-NNNNNN/`; it counts only once `complete` is written in it (last, by rank 0
+after every rank has finished), so a run killed while saving resumes from the previous one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+COMPLETE = "complete"
+_STEP_DIR = re.compile(r"^step-(\d{6,})$")
+
+
+def latest_checkpoint(root: str) -> str | None:
+    """The newest complete checkpoint folder under `root`, or None."""
+    if not os.path.isdir(root):
+        return None
+    steps = sorted((int(match.group(1)), name) for name in os.listdir(root)
+                   if (match := _STEP_DIR.match(name)) and os.path.exists(os.path.join(root, name, COMPLETE)))
+    return os.path.join(root, steps[-1][1]) if steps else None
+
+
+def save_checkpoint(root: str, step: int, model, optimizer, data_state: dict, rank: int) -> str:
+    folder = os.path.join(root, f"step-{step:06d}")
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
+    torch.save({"step": step, "data": data_state, "rng": torch.get_rng_state()},
+               os.path.join(folder, f"rank-{rank}.pt"))
+    dist.barrier()
+    if rank == 0:
+        with open(os.path.join(folder, COMPLETE), "w") as handle:
+            json.dump({"step": step, "world_size": dist.get_world_size()}, handle)
+    dist.barrier()
+    return folder
+
+
+def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
+    """Restore model and optimizer in place; returns this rank's {step, data, rng} (RNG already restored)."""
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=folder)
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    extra = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=False)
+    torch.set_rng_state(extra["rng"])
+    return extra

@@ -1,0 +1,99 @@
+"""The trainer, one process per rank under torchrun:
+
+    torchrun --nproc-per-node 2 -m training.train configs/train.yaml [--stop-after N]
+
+The loop reads like the algorithm: data, forward, backward (accumulated), clip, step, log, checkpoint.
+Parallelism (training/parallel.py), checkpoints (training/checkpoint.py), optimizer and schedule
+(training/optim.py) live in their own modules. Each optimizer step prints one JSON line on rank 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from configs.training import TrainingConfig, load_training_config
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.model import Transformer
+from training.optim import build_optimizer, learning_rate
+from training.parallel import all_reduce_mean, init_distributed, shard_model
+from training.plan import model_config, plan
+from training.sequences import TokenSequences
+
+
+def loss_function(logits: torch.Tensor, targets: torch.Tensor, z_loss: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy plus z-loss (PaLM): z_loss * mean(log Z)^2 keeps the softmax normalizer near 1."""
+    logits = logits.float().flatten(0, 1)
+    cross_entropy = F.cross_entropy(logits, targets.flatten())
+    return cross_entropy + z_loss * torch.logsumexp(logits, dim=-1).pow(2).mean(), cross_entropy
+
+
+def train(config: TrainingConfig, stop_after: int | None = None) -> None:
+    env = init_distributed()
+    model_spec = model_config(config)
+    total_steps = plan(config)["steps"]
+    torch.manual_seed(config.seed)                 # same initial weights on every rank before sharding
+    model = shard_model(Transformer(model_spec).to(env.device), env.device,
+                        bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda")
+    optimizer = build_optimizer(model, config.optimizer)
+    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
+    step = 0
+    resume = latest_checkpoint(config.checkpoint.dir)
+    if resume:
+        restored = load_checkpoint(resume, model, optimizer, env.rank)
+        step = restored["step"]
+        data.load_state_dict(restored["data"])
+        _log(env, {"event": "resumed", "checkpoint": resume, "step": step})
+
+    while step < total_steps:
+        started = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, total_steps, config.optimizer)
+        losses = []
+        for _ in range(config.grad_accumulation):
+            inputs, targets = (torch.from_numpy(array).to(env.device) for array in
+                               data.next_batch(config.micro_batch_size))
+            loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
+            (loss / config.grad_accumulation).backward()
+            losses.append(cross_entropy.item())
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)
+        seconds = time.perf_counter() - started
+        tokens = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
+        _log(env, {"step": step, "loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
+                   "grad_norm": round(float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor")
+                                            else grad_norm), 6),
+                   "tokens_per_s": round(tokens / seconds, 1)})
+        if step % config.checkpoint.every == 0 or step == total_steps:
+            save_checkpoint(config.checkpoint.dir, step, model, optimizer, data.state_dict(), env.rank)
+        if stop_after is not None and step >= stop_after:
+            break
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _log(env, record: dict) -> None:
+    if env.is_main:
+        print(json.dumps(record), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="sluice trainer (run under torchrun)")
+    parser.add_argument("config")
+    parser.add_argument("--stop-after", type=int, help="stop after this step (tests: an interrupted run)")
+    args = parser.parse_args(argv)
+    train(load_training_config(args.config), args.stop_after)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
