@@ -51,6 +51,21 @@ class DataSpec(StrictModel):
     train: list[str] = Field(default_factory=list, description="token shard base paths (a mixture's train.*)")
     validation: list[str] = Field(default_factory=list)
     seed: int = Field(0, ge=0)
+    tokenizer: str | None = Field(None, description="SentencePiece model, to print sampled continuations")
+    bytes_per_token: float | None = Field(None, gt=0, description="UTF-8 bytes per token, for bits per byte")
+
+
+class EvalSpec(StrictModel):
+    every: int = Field(50, ge=1, description="steps between evaluations on the validation shards (and at the end)")
+    batches: int = Field(4, ge=1, description="micro-batches per evaluation, per rank")
+    prompts: list[str] = Field(default_factory=lambda: ["The history of", "In the year", "Die Stadt"])
+    sample_tokens: int = Field(24, ge=1)
+
+
+class TrainMlflowSpec(StrictModel):
+    experiment: str = Field("sluice-train", min_length=1)
+    tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
+    tags: dict[str, str] = Field(default_factory=dict, description="lineage: the data manifests the run read")
 
 
 class CheckpointSpec(StrictModel):
@@ -63,6 +78,9 @@ class TrainingConfig(StrictModel):
     data: DataSpec = Field(default_factory=DataSpec)
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+    mlflow: TrainMlflowSpec = Field(default_factory=TrainMlflowSpec)
+    log_every: int = Field(10, ge=1, description="steps between MLflow metric batches")
     seed: int = Field(0, ge=0, description="model initialization")
     model: ModelSpec = Field(default_factory=ModelSpec)
     micro_batch_size: int = Field(8, ge=1, description="sequences per rank per forward/backward")

@@ -3,6 +3,7 @@ shards of real reference text (bytes as tokens, so no tokenizer is needed)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 def byte_shards(data_dir, tmp_path_factory) -> list[str]:
     out = tmp_path_factory.mktemp("bytes")
     bases = []
-    for index, name in enumerate(["1861-Lincoln.txt", "1933-Roosevelt.txt", "1961-Kennedy.txt"]):
+    for index, name in enumerate(["1861-Lincoln.txt", "1933-Roosevelt.txt", "1961-Kennedy.txt", "2005-Bush.txt"]):
         writer = TokenShardWriter(out / f"shard-{index}", vocab_size=512)
         text = (data_dir / "reference" / "speeches_nltk" / "inaugural" / name).read_bytes()
         for paragraph in text.split(b"\n\n"):
@@ -35,7 +36,8 @@ def byte_shards(data_dir, tmp_path_factory) -> list[str]:
 
 def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     config = {"name": name, "model": {"preset": "tiny"}, "micro_batch_size": 4, "grad_accumulation": 2,
-              "steps": 12, "data": {"train": shards, "seed": 0},
+              "steps": 12, "data": {"train": shards[:3], "validation": shards[3:], "seed": 0, "bytes_per_token": 1.0},
+              "eval": {"every": 6, "batches": 2}, "mlflow": {"experiment": "train-test", "tags": {"sluice.data": name}},
               "optimizer": {"lr": 3e-3, "warmup_steps": 2}, "checkpoint": {"dir": str(tmp_path / name), "every": 4},
               "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 2}}
     path = tmp_path / f"{name}.yaml"
@@ -69,3 +71,20 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byt
     resumed = {r["step"]: r["loss"] for run in (first, second, third) for r in run if "loss" in r}
     for record in straight:
         assert resumed[record["step"]] == pytest.approx(record["loss"], abs=1e-6), record["step"]
+
+    # MLflow: one run per training run, continued across the resumes, params once, batched metrics, lineage tag.
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    runs = {run.data.tags["sluice.data"]: run for run in client.search_runs(
+        [client.get_experiment_by_name("train-test").experiment_id])}
+    assert set(runs) == {"straight", "interrupted"}
+    for name, run in runs.items():
+        assert run.info.status == "FINISHED" and run.data.params["model.preset"] == "tiny"
+        history = client.get_metric_history(run.info.run_id, "loss")
+        assert {metric.step for metric in history} == set(range(1, 13))
+        validation = client.get_metric_history(run.info.run_id, "val_bpb")
+        assert [metric.step for metric in validation] == [6, 12]
+        assert validation[-1].value == pytest.approx(client.get_metric_history(
+            run.info.run_id, "val_loss")[-1].value / math.log(2))
+        assert "model_config.json" in {a.path for a in client.list_artifacts(run.info.run_id)}

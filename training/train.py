@@ -19,11 +19,14 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from configs.training import TrainingConfig, load_training_config
+from flows.tracking import flatten
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.metrics import RunLogger
 from training.model import Transformer
 from training.optim import build_optimizer, learning_rate
 from training.parallel import all_reduce_mean, init_distributed, shard_model
-from training.plan import model_config, plan
+from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 
 
@@ -37,7 +40,23 @@ def loss_function(logits: torch.Tensor, targets: torch.Tensor, z_loss: float) ->
 def train(config: TrainingConfig, stop_after: int | None = None) -> None:
     env = init_distributed()
     model_spec = model_config(config)
-    total_steps = plan(config)["steps"]
+    figures = plan(config)
+    total_steps = figures["steps"]
+    peak = PEAK_FLOPS.get((config.hardware.device, config.hardware.dtype)) if env.device.type == "cuda" else None
+    tracker = RunLogger(config, enabled=env.is_main)
+    tracker.params(flatten("", config.model_dump(mode="json")) | {"plan.parameters": str(figures["parameters"]),
+                                                                 "plan.tokens_per_update": str(figures["tokens_per_update"])})
+    try:
+        _train_loop(config, env, model_spec, total_steps, figures["flops_per_token"], peak, tracker, stop_after)
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops_per_token: int,
+                peak: float | None, tracker: RunLogger, stop_after: int | None) -> None:
     torch.manual_seed(config.seed)                 # same initial weights on every rank before sharding
     model = shard_model(Transformer(model_spec).to(env.device), env.device,
                         bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda")
@@ -69,16 +88,41 @@ def train(config: TrainingConfig, stop_after: int | None = None) -> None:
         loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)
         seconds = time.perf_counter() - started
         tokens = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
-        _log(env, {"step": step, "loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
-                   "grad_norm": round(float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor")
-                                            else grad_norm), 6),
-                   "tokens_per_s": round(tokens / seconds, 1)})
+        record = {"loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
+                  "grad_norm": round(float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor")
+                                           else grad_norm), 6),
+                  "tokens_per_s": round(tokens / seconds, 1),
+                  "mfu": round(flops_per_token * tokens / seconds / (peak * env.world_size), 4) if peak else None}
+        _log(env, {"step": step, **record})
+        tracker.metrics(step, record)
+        if step % config.log_every == 0:
+            tracker.flush()
+        if config.data.validation and (step % config.eval.every == 0 or step == total_steps):
+            _evaluate(config, env, model, model_spec, step, tracker)
         if step % config.checkpoint.every == 0 or step == total_steps:
             save_checkpoint(config.checkpoint.dir, step, model, optimizer, data.state_dict(), env.rank)
         if stop_after is not None and step >= stop_after:
-            break
-    dist.barrier()
-    dist.destroy_process_group()
+            tracker.flush()
+            return
+    tracker.text(json.dumps(model_spec.to_dict(), indent=2), "model_config.json")
+    final = latest_checkpoint(config.checkpoint.dir)
+    if final and env.is_main:
+        tracker.client.log_artifacts(tracker.run_id, final, "checkpoint")
+    tracker.finish()
+
+
+def _evaluate(config: TrainingConfig, env, model, model_spec, step: int, tracker: RunLogger) -> None:
+    model.eval()
+    loss = validation_loss(model, config.data.validation, model_spec.seq_len, config.micro_batch_size,
+                           config.eval.batches, env.rank, env.world_size, env.device)
+    values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
+    _log(env, {"event": "eval", "step": step, **values})
+    tracker.metrics(step, values)
+    if config.data.tokenizer:
+        text = sample_continuations(model, config.data.tokenizer, config.eval.prompts, config.eval.sample_tokens,
+                                    env.device)
+        tracker.text(text, f"samples/step-{step:06d}.txt")
+    model.train()
 
 
 def _log(env, record: dict) -> None:

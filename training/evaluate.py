@@ -1,0 +1,42 @@
+"""Evaluation on the validation shards: mean loss, bits per byte, and sampled continuations of fixed prompts."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from training.parallel import all_reduce_mean
+from training.sequences import TokenSequences
+
+
+@torch.no_grad()
+def validation_loss(model, shards: list[str], seq_len: int, batch_size: int, batches: int, rank: int,
+                    world_size: int, device: torch.device) -> float:
+    """Mean cross-entropy (nats per token) over the same `batches` micro-batches at every evaluation."""
+    reader = TokenSequences(shards, seq_len, seed=0, rank=rank, world_size=world_size)
+    total = 0.0
+    for _ in range(batches):
+        inputs, targets = (torch.from_numpy(array).to(device) for array in reader.next_batch(batch_size))
+        total += F.cross_entropy(model(inputs).float().flatten(0, 1), targets.flatten()).item()
+    return all_reduce_mean(total / batches, device)
+
+
+def bits_per_byte(loss: float, bytes_per_token: float | None) -> float | None:
+    """Nats per token -> bits per UTF-8 byte, comparable across tokenizers."""
+    return loss / math.log(2) / bytes_per_token if bytes_per_token else None
+
+
+@torch.no_grad()
+def sample_continuations(model, tokenizer_path: str, prompts: list[str], new_tokens: int,
+                         device: torch.device) -> str:
+    """Greedy continuations of the prompts, as text (every rank must call this: the model is sharded)."""
+    import sentencepiece as spm
+
+    processor = spm.SentencePieceProcessor(model_file=tokenizer_path)
+    lines = []
+    for prompt in prompts:
+        ids = torch.tensor([processor.encode(prompt)], device=device)
+        out = model.generate(ids, new_tokens, temperature=0)
+        lines.append(f"{prompt!r} -> {processor.decode(out[0].tolist())!r}")
+    return "\n".join(lines)
