@@ -17,6 +17,7 @@ from configs.html import HtmlTextConfig
 from configs.mixture import MixtureConfig
 from configs.quality import QualityConfig
 from configs.tokenizer import TokenizerConfig
+from configs.training import TrainingConfig
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
 
@@ -72,6 +73,8 @@ class Recipe(StrictModel):
     quality: QualityConfig = Field(default_factory=QualityConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     mixture: MixtureConfig = Field(default_factory=MixtureConfig)
+    train: TrainingConfig = Field(default_factory=lambda: TrainingConfig(enabled=False), description=(
+        "a training run on the mixture (data, vocabulary, checkpoints and MLflow are filled in by the flow)"))
     dask: DaskConfig = Field(default_factory=DaskConfig)
     mlflow: MlflowConfig = Field(default_factory=MlflowConfig)
 

@@ -74,6 +74,7 @@ class CheckpointSpec(StrictModel):
 
 
 class TrainingConfig(StrictModel):
+    enabled: bool = Field(True, description="in a curation recipe: train after the mixture (`train:` section)")
     name: str = Field("train", min_length=1)
     data: DataSpec = Field(default_factory=DataSpec)
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
@@ -81,17 +82,18 @@ class TrainingConfig(StrictModel):
     eval: EvalSpec = Field(default_factory=EvalSpec)
     mlflow: TrainMlflowSpec = Field(default_factory=TrainMlflowSpec)
     log_every: int = Field(10, ge=1, description="steps between MLflow metric batches")
+    timeout_s: float | None = Field(None, gt=0, description="the launcher kills every rank after this long")
     seed: int = Field(0, ge=0, description="model initialization")
     model: ModelSpec = Field(default_factory=ModelSpec)
     micro_batch_size: int = Field(8, ge=1, description="sequences per rank per forward/backward")
     grad_accumulation: int = Field(1, ge=1)
-    steps: int | None = Field(None, ge=1, description="optimizer updates; or give `tokens`")
+    steps: int | None = Field(None, ge=1, description="optimizer updates; or give `tokens` (neither: 100 steps)")
     tokens: int | None = Field(None, ge=1, description="training tokens; rounded up to whole updates")
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
 
     @model_validator(mode="after")
     def _length_given_once(self) -> "TrainingConfig":
-        if (self.steps is None) == (self.tokens is None):
+        if self.steps is not None and self.tokens is not None:
             raise ValueError("give exactly one of `steps` and `tokens`")
         return self
 

@@ -71,6 +71,12 @@ def _run(recipe) -> int:
         print(f"    drops:           {json.dumps(stats['drops'])}")
         if stats["problems"]:
             print(f"    problems:        {json.dumps(stats['problems'])}")
+    if result["training"]:
+        training = result["training"]
+        print(f"  train: step {training.get('step')}, loss {training.get('loss')}, validation loss "
+              f"{training.get('val_loss')} ({training.get('val_bpb')} bits per byte)")
+        print(f"    checkpoints:     {training['checkpoint_dir']}")
+        print(f"    MLflow run:      {training['mlflow_run_id']}")
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
     print(f"  browse it:       mlflow ui --backend-store-uri {result['mlflow_tracking_uri']}")

@@ -14,6 +14,8 @@ from flows.mixture_stage import mixture_stage_flow
 from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.tracking import flatten, use_experiment
+from flows.training_flow import training_flow
+from flows.training_inputs import training_config
 from storage.fs import local_path
 
 
@@ -23,31 +25,43 @@ def curation_flow(recipe: Recipe) -> dict:
     logger = get_run_logger()
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
     tracking = use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)
-    with mlflow.start_run(run_name=recipe.name) as run, dask_cluster(recipe.dask) as address:
-        logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)
+    with mlflow.start_run(run_name=recipe.name) as run:
         mlflow.log_params(flatten("", recipe.model_dump(mode="json")))
         mlflow.log_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False), "recipe.yaml")
         mlflow.set_tags({"sluice.recipe": recipe.name, "sluice.kind": "curation"})
-        runner = DaskTaskRunner(address=address)
-        stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
-        if recipe.dedup.enabled:
-            stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
-        documents = stages.get("dedup", stages["extract"])
-        if recipe.quality.enabled:
-            stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
-                recipe, stages["extract"])
-            stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
-                recipe, documents, stages["quality_models"])
-            stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
-                recipe, stages["quality_scores"])
-            documents = stages["quality_filter"]
-        if recipe.tokenizer.enabled:
-            stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
-            stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
-                recipe, documents, stages["tokenizer"])
-            if recipe.mixture.enabled:
-                vocab_size = stages["tokenizer"]["stats"]["notes"]["vocab_size"]
-                stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
-                    recipe, stages["tokenize"], documents, vocab_size)
+        with dask_cluster(recipe.dask) as address:
+            logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)
+            stages = _data_stages(recipe, DaskTaskRunner(address=address))
+        training = None
+        if recipe.train.enabled and "mixture" in stages:     # after the Dask cluster is gone: the ranks get the cores
+            training = training_flow(training_config(recipe, stages["tokenizer"], stages["mixture"], tracking,
+                                                     run.info.run_id))
+            mlflow.set_tag("sluice.training_run", training["mlflow_run_id"])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
-            "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages}
+            "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
+            "training": training}
+
+
+def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
+    """Extract, dedup, quality, tokenizer + tokenize and mixture, as the recipe enables them, on one cluster."""
+    stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
+    if recipe.dedup.enabled:
+        stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
+    documents = stages.get("dedup", stages["extract"])
+    if recipe.quality.enabled:
+        stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
+            recipe, stages["extract"])
+        stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
+            recipe, documents, stages["quality_models"])
+        stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
+            recipe, stages["quality_scores"])
+        documents = stages["quality_filter"]
+    if recipe.tokenizer.enabled:
+        stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
+        stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
+            recipe, documents, stages["tokenizer"])
+        if recipe.mixture.enabled:
+            vocab_size = stages["tokenizer"]["stats"]["notes"]["vocab_size"]
+            stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
+                recipe, stages["tokenize"], documents, vocab_size)
+    return stages

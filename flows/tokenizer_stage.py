@@ -35,9 +35,12 @@ def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
                             "heldout_documents": result["heldout_documents"]})
         report = StageReport(markdown=_heldout_markdown(result), tables={"held-out": result["heldout"]},
                              files=[model_url])
+        tokens = sum(row["tokens"] for row in result["heldout"])
+        bytes_per_token = round(sum(row["bytes_per_token"] * row["tokens"] for row in result["heldout"]) / tokens, 4) \
+            if tokens else None
         return StageOutput(shards=[ShardEntry(path=MODEL_NAME, bytes=stats.bytes_out, sha256=sha256_file(model_url),
                                               documents=result["train_documents"])],
-                           stats=stats, report=report)
+                           stats=stats, report=report, summary={"heldout_bytes_per_token": bytes_per_token})
 
     return run_stage(recipe, spec, produce)
 

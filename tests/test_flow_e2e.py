@@ -134,6 +134,24 @@ def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
     assert inputs.shape == (2, 256)
 
 
+def test_the_demo_ends_with_a_short_fsdp_training_run_tracked_in_mlflow(first_run):
+    from mlflow.tracking import MlflowClient
+
+    training = first_run["training"]
+    assert training["step"] == 20 and training["val_loss"] < 8.3          # below ln(4000): it learned something
+    client = MlflowClient(first_run["mlflow_tracking_uri"])
+    run = client.get_run(training["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    tags = run.data.tags
+    assert tags["sluice.curation_run"] == first_run["mlflow_run_id"]
+    assert tags["sluice.mixture_digest"] == first_run["stages"]["mixture"]["digest"]
+    assert client.get_run(first_run["mlflow_run_id"]).data.tags["sluice.training_run"] == run.info.run_id
+    assert run.data.params["model.vocab_size"] == "4000"
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"model_config.json", "samples", "checkpoint"} <= artifacts
+    assert len(client.get_metric_history(run.info.run_id, "loss")) == 20
+
+
 def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filter(first_run, recipe):
     from flows.curation import curation_flow
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,9 +45,9 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
 
 
 def _torchrun(config: str, *extra: str) -> list[dict]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    from flows.training_flow import free_port
+
+    port = free_port()
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                            "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "training.train", config,
@@ -88,3 +87,36 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byt
         assert validation[-1].value == pytest.approx(client.get_metric_history(
             run.info.run_id, "val_loss")[-1].value / math.log(2))
         assert "model_config.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
+    """What the training flow does on cancel, crash or timeout: torchrun runs in its own process group and the
+    whole group goes, ranks included."""
+    import threading
+
+    from flows.training_flow import free_port, kill_group
+
+    config = _config(tmp_path, byte_shards, "long")
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["steps"] = 100_000
+    Path(config).write_text(yaml.safe_dump(raw))
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                                "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "-m", "training.train",
+                                config],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               start_new_session=True)
+    safety = threading.Timer(180, kill_group, args=(process,))     # never hang the suite
+    safety.start()
+    for line in process.stdout:                      # wait until the ranks are training
+        if line.startswith('{"step"'):
+            break
+    ranks = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True,
+                                                 text=True).stdout.split()]
+    assert len(ranks) == 2                                         # torchrun's two rank processes
+    kill_group(process, grace_s=5)
+    safety.cancel()
+    assert process.poll() is not None
+    for pid in ranks:                                               # gone, not orphaned
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -29,6 +29,7 @@ PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", 
 DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
 STATE_BYTES = {"bf16": (2, 2, 12), "fp32": (4, 4, 8)}     # parameters, gradients, optimizer per parameter
 GB = 1e9
+DEFAULT_STEPS = 100
 
 
 class PlanRefused(ValueError):
@@ -63,7 +64,7 @@ def plan(config: TrainingConfig) -> dict:
     n_params = parameter_count(model)
     flops_per_token = 6 * n_params + 12 * model.n_layers * model.d_model * model.seq_len
     tokens_per_update = config.micro_batch_size * model.seq_len * config.grad_accumulation * hardware.data_parallel
-    steps = config.steps or math.ceil(config.tokens / tokens_per_update)
+    steps = config.steps or (math.ceil(config.tokens / tokens_per_update) if config.tokens else DEFAULT_STEPS)
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
     states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel)
