@@ -62,6 +62,17 @@ class EvalSpec(StrictModel):
     sample_tokens: int = Field(24, ge=1)
 
 
+class SpikeSpec(StrictModel):
+    enabled: bool = True
+    window: int = Field(50, ge=2, description="accepted losses the mean and deviation are taken over")
+    sigmas: float = Field(6.0, gt=0)
+    min_std: float = Field(0.05, ge=0, description="floor on the deviation, so a flat curve is not all spikes")
+    min_history: int = Field(20, ge=2, description="no spike is called before this many accepted losses")
+    max_consecutive: int = Field(3, ge=1, description="spikes in a row that trigger a rollback")
+    inject_bad_batches: list[int] = Field(default_factory=list, description=(
+        "drills and tests: these update attempts (counted from 1, never reset) get random targets"))
+
+
 class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
@@ -80,6 +91,7 @@ class TrainingConfig(StrictModel):
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
+    spikes: SpikeSpec = Field(default_factory=SpikeSpec)
     mlflow: TrainMlflowSpec = Field(default_factory=TrainMlflowSpec)
     log_every: int = Field(10, ge=1, description="steps between MLflow metric batches")
     timeout_s: float | None = Field(None, gt=0, description="the launcher kills every rank after this long")

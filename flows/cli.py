@@ -1,4 +1,4 @@
-"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe."""
+"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training."""
 from __future__ import annotations
 
 import argparse
@@ -33,11 +33,16 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("config", type=Path)
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
 
+    train = commands.add_parser("train", help="train on token shards as a Prefect flow (torchrun underneath)")
+    train.add_argument("config", type=Path, help="a training config with data.train set")
+
     args = parser.parse_args(argv)
     if args.command == "corpus":
         return _corpus(args)
     if args.command == "plan":
         return _plan(args)
+    if args.command == "train":
+        return _train(args)
     from configs.schema import RecipeError, load_recipe, parse_recipe
 
     try:
@@ -100,6 +105,18 @@ def _plan(args) -> int:
     except PlanRefused as error:
         print(f"refused: {error}", file=sys.stderr)
         return 3
+    return 0
+
+
+def _train(args) -> int:
+    from configs.training import load_training_config
+    from flows.training_flow import training_flow
+
+    config = load_training_config(args.config)
+    if not config.data.train:
+        print(f"{args.config}: data.train lists no token shards", file=sys.stderr)
+        return 2
+    print(json.dumps(training_flow(config), indent=2))
     return 0
 
 

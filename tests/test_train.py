@@ -120,3 +120,19 @@ def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
     for pid in ranks:                                               # gone, not orphaned
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(byte_shards, tmp_path):
+    config = _config(tmp_path, byte_shards, "spiky")
+    raw = yaml.safe_load(Path(config).read_text())
+    raw.update(steps=16, spikes={"window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3,
+                                 "inject_bad_batches": [9, 13, 14, 15]})
+    Path(config).write_text(yaml.safe_dump(raw))
+    records = _torchrun(config)
+    skipped = [r["attempt"] for r in records if r.get("event") == "spike_skipped"]
+    rollbacks = [(r["attempt"], r["step"]) for r in records if r.get("event") == "rollback"]
+    assert skipped == [9, 13, 14, 15]                    # every injected batch caught, nothing else
+    assert rollbacks == [(15, 8)]                        # back to the checkpoint at step 8 after three in a row
+    steps = [r["step"] for r in records if "loss" in r and "event" not in r]
+    assert steps == list(range(1, 12)) + list(range(9, 17))   # steps 9..11 redone on the batches after the bad ones
+    assert all(r["loss"] < 6.0 for r in records if "loss" in r and "event" not in r and r["step"] > 4)

@@ -28,11 +28,12 @@ def latest_checkpoint(root: str) -> str | None:
     return os.path.join(root, steps[-1][1]) if steps else None
 
 
-def save_checkpoint(root: str, step: int, model, optimizer, data_state: dict, rank: int) -> str:
+def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int) -> str:
+    """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter)."""
     folder = os.path.join(root, f"step-{step:06d}")
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
-    torch.save({"step": step, "data": data_state, "rng": torch.get_rng_state()},
+    torch.save({"step": step, "trainer": trainer_state, "rng": torch.get_rng_state()},
                os.path.join(folder, f"rank-{rank}.pt"))
     dist.barrier()
     if rank == 0:
@@ -43,7 +44,7 @@ def save_checkpoint(root: str, step: int, model, optimizer, data_state: dict, ra
 
 
 def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
-    """Restore model and optimizer in place; returns this rank's {step, data, rng} (RNG already restored)."""
+    """Restore model and optimizer in place; returns this rank's {step, trainer, rng} (RNG already restored)."""
     model_state, optimizer_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optimizer": optimizer_state}
     dcp.load(state, checkpoint_id=folder)

@@ -28,6 +28,7 @@ from training.optim import build_optimizer, learning_rate
 from training.parallel import all_reduce_mean, init_distributed, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
+from training.spikes import SpikeDetector
 
 
 def loss_function(logits: torch.Tensor, targets: torch.Tensor, z_loss: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,30 +63,46 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
                         bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda")
     optimizer = build_optimizer(model, config.optimizer)
     data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
-    step = 0
+    spikes = SpikeDetector(config.spikes)
+    step = attempt = 0
     resume = latest_checkpoint(config.checkpoint.dir)
     if resume:
         restored = load_checkpoint(resume, model, optimizer, env.rank)
-        step = restored["step"]
-        data.load_state_dict(restored["data"])
+        step, attempt = restored["step"], restored["trainer"]["attempt"]
+        data.load_state_dict(restored["trainer"]["data"])
+        spikes.load_state_dict(restored["trainer"]["spikes"])
         _log(env, {"event": "resumed", "checkpoint": resume, "step": step})
 
     while step < total_steps:
         started = time.perf_counter()
+        attempt += 1
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, config.optimizer)
         losses = []
         for _ in range(config.grad_accumulation):
             inputs, targets = (torch.from_numpy(array).to(env.device) for array in
                                data.next_batch(config.micro_batch_size))
+            if attempt in config.spikes.inject_bad_batches:
+                targets = torch.randint(0, model_spec.vocab_size, targets.shape, device=env.device)
             loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
             (loss / config.grad_accumulation).backward()
             losses.append(cross_entropy.item())
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
+        loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)   # the same on every rank
+        spike = config.spikes.enabled and spikes.is_spike(loss_value)
+        rollback = spikes.record(loss_value, spike)
+        if spike:                                   # skip the update; after repeated spikes, roll back
+            optimizer.zero_grad(set_to_none=True)
+            _log(env, {"event": "spike_skipped", "attempt": attempt, "step": step, "loss": round(loss_value, 6)})
+            tracker.metrics(step, {"spike_loss": loss_value})
+            if rollback and (good := latest_checkpoint(config.checkpoint.dir)):
+                step = load_checkpoint(good, model, optimizer, env.rank)["step"]   # data goes on: batches skipped
+                spikes.consecutive = 0
+                _log(env, {"event": "rollback", "attempt": attempt, "checkpoint": good, "step": step})
+            continue
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)
         seconds = time.perf_counter() - started
         tokens = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
         record = {"loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
@@ -100,7 +117,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         if config.data.validation and (step % config.eval.every == 0 or step == total_steps):
             _evaluate(config, env, model, model_spec, step, tracker)
         if step % config.checkpoint.every == 0 or step == total_steps:
-            save_checkpoint(config.checkpoint.dir, step, model, optimizer, data.state_dict(), env.rank)
+            save_checkpoint(config.checkpoint.dir, step, model, optimizer,
+                            {"data": data.state_dict(), "spikes": spikes.state_dict(), "attempt": attempt}, env.rank)
         if stop_after is not None and step >= stop_after:
             tracker.flush()
             return
