@@ -59,6 +59,7 @@ def _torchrun(config: str, *extra: str) -> list[dict]:
 def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byte_shards, tmp_path):
     straight = [record for record in _torchrun(_config(tmp_path, byte_shards, "straight")) if "loss" in record]
     assert [record["step"] for record in straight] == list(range(1, 13))
+    assert all(record["b_noise"] is not None for record in straight[1:])      # accumulation 2 gives two batch sizes
     assert straight[-1]["loss"] < straight[0]["loss"] - 0.5
 
     interrupted = _config(tmp_path, byte_shards, "interrupted")
@@ -136,3 +137,13 @@ def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(b
     steps = [r["step"] for r in records if "loss" in r and "event" not in r]
     assert steps == list(range(1, 12)) + list(range(9, 17))   # steps 9..11 redone on the batches after the bad ones
     assert all(r["loss"] < 6.0 for r in records if "loss" in r and "event" not in r and r["step"] > 4)
+
+
+def test_noise_scale_estimators_recover_a_known_gradient_and_noise():
+    from training.noise_scale import NoiseScale, unbiased_estimates
+
+    true_sq, trace = 4.0, 8.0                 # E|G_B|^2 = |G|^2 + tr(Sigma) / B
+    small, big = true_sq + trace / 2, true_sq + trace / 8
+    assert unbiased_estimates(small, big, 2, 8) == pytest.approx((4.0, 8.0))
+    scale = NoiseScale(2, 8)
+    assert scale.update(small, big) == pytest.approx(2.0) and scale.update(small, big) == pytest.approx(2.0)

@@ -24,6 +24,7 @@ from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpo
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.metrics import RunLogger
 from training.model import Transformer
+from training.noise_scale import NoiseScale
 from training.optim import build_optimizer, learning_rate
 from training.parallel import all_reduce_mean, init_distributed, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
@@ -64,6 +65,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     optimizer = build_optimizer(model, config.optimizer)
     data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
     spikes = SpikeDetector(config.spikes)
+    micro = config.micro_batch_size * env.world_size
+    noise = NoiseScale(micro, micro * config.grad_accumulation) if config.grad_accumulation > 1 else None
     step = attempt = 0
     resume = latest_checkpoint(config.checkpoint.dir)
     if resume:
@@ -71,6 +74,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         step, attempt = restored["step"], restored["trainer"]["attempt"]
         data.load_state_dict(restored["trainer"]["data"])
         spikes.load_state_dict(restored["trainer"]["spikes"])
+        if noise:
+            noise.load_state_dict(restored["trainer"]["noise"])
         _log(env, {"event": "resumed", "checkpoint": resume, "step": step})
 
     while step < total_steps:
@@ -78,8 +83,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         attempt += 1
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, total_steps, config.optimizer)
-        losses = []
-        for _ in range(config.grad_accumulation):
+        losses, first_sq = [], None
+        for micro_step in range(config.grad_accumulation):
             inputs, targets = (torch.from_numpy(array).to(env.device) for array in
                                data.next_batch(config.micro_batch_size))
             if attempt in config.spikes.inject_bad_batches:
@@ -87,6 +92,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
             loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
             (loss / config.grad_accumulation).backward()
             losses.append(cross_entropy.item())
+            if noise and micro_step == 0:           # the first micro-batch's gradient, averaged over the ranks
+                first_sq = (_gradient_norm(model) * config.grad_accumulation) ** 2
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
         loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)   # the same on every rank
         spike = config.spikes.enabled and spikes.is_spike(loss_value)
@@ -100,14 +107,14 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
                 spikes.consecutive = 0
                 _log(env, {"event": "rollback", "attempt": attempt, "checkpoint": good, "step": step})
             continue
+        b_noise = noise.update(first_sq, _full(grad_norm) ** 2) if noise else None
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
         seconds = time.perf_counter() - started
         tokens = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
         record = {"loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
-                  "grad_norm": round(float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor")
-                                           else grad_norm), 6),
+                  "grad_norm": round(_full(grad_norm), 6), "b_noise": round(b_noise, 3) if b_noise else None,
                   "tokens_per_s": round(tokens / seconds, 1),
                   "mfu": round(flops_per_token * tokens / seconds / (peak * env.world_size), 4) if peak else None}
         _log(env, {"step": step, **record})
@@ -118,10 +125,17 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
             _evaluate(config, env, model, model_spec, step, tracker)
         if step % config.checkpoint.every == 0 or step == total_steps:
             save_checkpoint(config.checkpoint.dir, step, model, optimizer,
-                            {"data": data.state_dict(), "spikes": spikes.state_dict(), "attempt": attempt}, env.rank)
+                            {"data": data.state_dict(), "spikes": spikes.state_dict(), "attempt": attempt,
+                             "noise": noise.state_dict() if noise else None}, env.rank)
         if stop_after is not None and step >= stop_after:
             tracker.flush()
             return
+    if noise and noise.gradient_sq:
+        sequences = micro * config.grad_accumulation
+        b_noise = noise.trace / noise.gradient_sq
+        _log(env, {"event": "noise_scale", "b_noise": round(b_noise, 3), "batch_sequences": sequences})
+        tracker.text(f"gradient noise scale B_noise = {b_noise:.1f} sequences; configured batch {sequences} "
+                     f"sequences ({sequences / b_noise:.2f}x B_noise)\n", "noise_scale.txt")
     tracker.text(json.dumps(model_spec.to_dict(), indent=2), "model_config.json")
     final = latest_checkpoint(config.checkpoint.dir)
     if final and env.is_main:
@@ -141,6 +155,15 @@ def _evaluate(config: TrainingConfig, env, model, model_spec, step: int, tracker
                                     env.device)
         tracker.text(text, f"samples/step-{step:06d}.txt")
     model.train()
+
+
+def _full(norm) -> float:
+    """A norm as a float (FSDP2 returns a DTensor)."""
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+
+
+def _gradient_norm(model) -> float:
+    return _full(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
 
 
 def _log(env, record: dict) -> None:

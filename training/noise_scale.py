@@ -1,0 +1,36 @@
+"""The gradient noise scale B_noise = tr(Sigma) / |G|^2 (McCandlish et al. 2018, appendix A), from two batch
+sizes every step already has: the gradient after the first micro-batch (averaged over the data-parallel ranks:
+B_small = micro batch x ranks) and the accumulated gradient of the update (B_big = micro batch x accumulation x
+ranks). Unbiased estimates of |G|^2 and tr(Sigma) are smoothed separately (exponential moving averages) before
+the ratio, as the paper recommends; B_noise, in sequences, seeds the critical batch size."""
+from __future__ import annotations
+
+
+def unbiased_estimates(small_sq: float, big_sq: float, b_small: int, b_big: int) -> tuple[float, float]:
+    """(|G|^2, tr Sigma) from the squared gradient norms measured at batch sizes b_small < b_big."""
+    gradient_sq = (b_big * big_sq - b_small * small_sq) / (b_big - b_small)
+    trace = (small_sq - big_sq) / (1.0 / b_small - 1.0 / b_big)
+    return gradient_sq, trace
+
+
+class NoiseScale:
+    def __init__(self, b_small: int, b_big: int, smoothing: float = 0.95):
+        self.b_small, self.b_big, self.smoothing = b_small, b_big, smoothing
+        self.gradient_sq = self.trace = None
+
+    def update(self, small_sq: float, big_sq: float) -> float | None:
+        """Add one step's measurements; returns the smoothed B_noise (None while |G|^2 is not positive)."""
+        gradient_sq, trace = unbiased_estimates(small_sq, big_sq, self.b_small, self.b_big)
+        if self.gradient_sq is None:
+            self.gradient_sq, self.trace = gradient_sq, trace
+        else:
+            keep = self.smoothing
+            self.gradient_sq = keep * self.gradient_sq + (1 - keep) * gradient_sq
+            self.trace = keep * self.trace + (1 - keep) * trace
+        return self.trace / self.gradient_sq if self.gradient_sq > 0 else None
+
+    def state_dict(self) -> dict:
+        return {"gradient_sq": self.gradient_sq, "trace": self.trace}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.gradient_sq, self.trace = state["gradient_sq"], state["trace"]
