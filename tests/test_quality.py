@@ -8,6 +8,7 @@ import os
 import random
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -76,7 +77,7 @@ def test_ngram_repetition_matches_a_plain_string_implementation(data_dir):
     words = _reference_text(data_dir, "melville-moby_dick.txt").split()[:400]
     words = words + words[50:120] + rng.sample(words, 60) + words[10:40]      # repeats of several lengths
     ids = _word_ids(words)
-    lengths = __import__("numpy").array([len(word) for word in words])
+    lengths = np.array([len(word) for word in words])
     for n in (2, 3, 4):
         grams = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
         top, count = Counter(grams).most_common(1)[0]

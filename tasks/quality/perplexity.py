@@ -6,6 +6,7 @@ script); scoring uses the `kenlm` Python module. A document's perplexity weighs 
 """
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -82,8 +83,6 @@ def train_kenlm(lines: list[str], out_dir: str, lang: str, config: KenlmConfig) 
 
 
 def _train_sentencepiece(lines: list[str], model_path: str, vocab_size: int) -> spm.SentencePieceProcessor:
-    import io
-
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=buffer, vocab_size=vocab_size,
                                    model_type="unigram", character_coverage=0.9999, hard_vocab_limit=False,
