@@ -29,6 +29,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def torchrun_command(config_path: str, processes: int) -> list[str]:
+    """torchrun on this machine with `processes` ranks on a free loopback port, running training.train."""
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes),
+            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "-m", "training.train", config_path]
+
+
 def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
     """SIGTERM the whole process group (torchrun and its ranks), SIGKILL what is left after `grace_s`."""
     if process.poll() is not None:
@@ -60,8 +66,7 @@ def training_flow(config: TrainingConfig) -> dict:
     config_path = os.path.join(config.checkpoint.dir, "train.yaml")
     with open(config_path, "w") as handle:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(config.hardware.data_parallel),
-               "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "-m", "training.train", config_path]
+    command = torchrun_command(config_path, config.hardware.data_parallel)
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

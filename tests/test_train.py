@@ -6,7 +6,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -45,13 +44,11 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
 
 
 def _torchrun(config: str, *extra: str) -> list[dict]:
-    from flows.training_flow import free_port
+    from flows.training_flow import torchrun_command
 
-    port = free_port()
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                           "--master-addr", "127.0.0.1", "--master-port", str(port), "-m", "training.train", config,
-                           *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -95,17 +92,14 @@ def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
     whole group goes, ranks included."""
     import threading
 
-    from flows.training_flow import free_port, kill_group
+    from flows.training_flow import kill_group, torchrun_command
 
     config = _config(tmp_path, byte_shards, "long")
     raw = yaml.safe_load(Path(config).read_text())
     raw["steps"] = 100_000
     Path(config).write_text(yaml.safe_dump(raw))
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                                "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "-m", "training.train",
-                                config],
-                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    process = subprocess.Popen(torchrun_command(config, 2), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                start_new_session=True)
     safety = threading.Timer(180, kill_group, args=(process,))     # never hang the suite
     safety.start()

@@ -84,7 +84,7 @@ def plan(config: TrainingConfig) -> dict:
     peak = PEAK_FLOPS.get((hardware.device, hardware.dtype))
     chosen = memory[hardware.sharding]
     planned_gb = chosen["total_with_activation_checkpointing" if hardware.activation_checkpointing else "total"]
-    result = {
+    return {
         "model": model.to_dict(), "parameters": n_params,
         "flops_per_token": flops_per_token, "flops_per_token_6n": 6 * n_params,
         "tokens_per_update": tokens_per_update, "steps": steps, "tokens": tokens, "total_flops": total_flops,
@@ -100,7 +100,6 @@ def plan(config: TrainingConfig) -> dict:
         "peak_flops_per_device": peak,
         "expected_wall_hours": round(total_flops / (peak * ranks * hardware.assumed_mfu) / 3600, 3) if peak else None,
     }
-    return result
 
 
 def check_fits(result: dict) -> None:

@@ -107,14 +107,15 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
                 spikes.consecutive = 0
                 _log(env, {"event": "rollback", "attempt": attempt, "checkpoint": good, "step": step})
             continue
-        b_noise = noise.update(first_sq, _full(grad_norm) ** 2) if noise else None
+        total_norm = _full(grad_norm)
+        b_noise = noise.update(first_sq, total_norm ** 2) if noise else None
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
         seconds = time.perf_counter() - started
         tokens = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
         record = {"loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"],
-                  "grad_norm": round(_full(grad_norm), 6), "b_noise": round(b_noise, 3) if b_noise else None,
+                  "grad_norm": round(total_norm, 6), "b_noise": round(b_noise, 3) if b_noise else None,
                   "tokens_per_s": round(tokens / seconds, 1),
                   "mfu": round(flops_per_token * tokens / seconds / (peak * env.world_size), 4) if peak else None}
         _log(env, {"step": step, **record})

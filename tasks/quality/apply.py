@@ -42,7 +42,8 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
     examples: dict[str, list] = {}
     names = ["id", "url", "lang", "text", *ATTRIBUTE_TYPES]
     for index, row in enumerate(table.select(names).to_pylist()):
-        stats.bytes_in += len(row["text"].encode("utf-8", "surrogatepass"))
+        text_bytes = len(row["text"].encode("utf-8", "surrogatepass"))
+        stats.bytes_in += text_bytes
         family, reason = next(((family, reason) for family, check in checks if (reason := check(row))), (None, None))
         label = f"{family}/{reason}" if family else KEPT
         _remember_example(examples, label, row, config.examples_per_reason)
@@ -53,7 +54,7 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
             continue
         keep_rows.append(index)
         buckets.append(perplexity_bucket(row, edges))
-        stats.bytes_out += len(row["text"].encode("utf-8", "surrogatepass"))
+        stats.bytes_out += text_bytes
     output = table.take(pa.array(keep_rows, pa.int64())).append_column("kenlm_bucket", pa.array(buckets, pa.string()))
     shard_bytes = write_table(output, job.output_url, row_group_size=ROW_GROUP_SIZE)
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],

@@ -52,8 +52,9 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
     import fasttext
 
     examples = _balanced(positives, POSITIVE, config) + _balanced(negatives, NEGATIVE, config)
-    heldout = [example for example in examples if seeded_rank(example[1], config.seed + 1) < config.heldout_fraction]
-    train = [example for example in examples if seeded_rank(example[1], config.seed + 1) >= config.heldout_fraction]
+    in_heldout = [seeded_rank(text, config.seed + 1) < config.heldout_fraction for _, text in examples]
+    heldout = [example for example, held in zip(examples, in_heldout) if held]
+    train = [example for example, held in zip(examples, in_heldout) if not held]
     os.makedirs(os.path.dirname(model_path) or ".", exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", dir=os.path.dirname(model_path) or ".",
                                      encoding="utf-8", delete=False) as handle:

@@ -5,11 +5,11 @@ stop-word list or bad-word list, a text with no lines) passes. Reason names foll
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Callable
 
 from configs.quality import (C4Thresholds, ClassifierThresholds, FineWebThresholds, GopherQualityThresholds,
                              GopherRepetitionThresholds, KenlmThresholds, QualityFilterConfig)
+from tasks.quality.classifier import seeded_rank
 
 FAMILIES = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "kenlm", "classifier")
 
@@ -59,7 +59,8 @@ def c4_reason(row: dict, t: C4Thresholds) -> str | None:
         return "curly_bracket"
     if _below(row["c4_sentences"], t.min_sentences):
         return "too_few_sentences"
-    if t.drop_bad_words and row["c4_bad_words"] and _id_fraction(row["id"]) >= t.bad_words_keep_fraction:
+    # The kept share is chosen by a hash of the id, so every rerun keeps the same pages.
+    if t.drop_bad_words and row["c4_bad_words"] and seeded_rank(row["id"], 0) >= t.bad_words_keep_fraction:
         return "bad_words"
     return None
 
@@ -113,8 +114,3 @@ def perplexity_bucket(row: dict, edges: dict[str, list[float]]) -> str | None:
         return None
     low, high = edges[row["lang"]]
     return "head" if row["kenlm_ppl"] <= low else "middle" if row["kenlm_ppl"] <= high else "tail"
-
-
-def _id_fraction(doc_id: str) -> float:
-    """A fixed number in [0, 1) per document id, so a keep fraction keeps the same pages on every run."""
-    return int.from_bytes(hashlib.blake2b(doc_id.encode(), digest_size=8).digest(), "big") / 2.0 ** 64

@@ -14,7 +14,7 @@ from storage.parquet import write_table
 from tasks.quality.attributes import ATTRIBUTE_TYPES, heuristic_attributes
 from tasks.quality.classifier import QualityClassifier
 from tasks.quality.models import QualityModels
-from tasks.quality.perplexity import PerplexityScorer
+from tasks.quality.perplexity import KenlmModelFiles, PerplexityScorer
 from tasks.stats import StageStats
 
 
@@ -61,8 +61,6 @@ def _perplexity(text: str, lang: str | None, models: QualityModels, stats: Stage
 # One model per worker process, loaded on first use (tasks on the same worker share it).
 @lru_cache(maxsize=16)
 def _perplexity_scorer(sentencepiece: str, kenlm: str) -> PerplexityScorer:
-    from tasks.quality.perplexity import KenlmModelFiles
-
     return PerplexityScorer(KenlmModelFiles(sentencepiece, kenlm))
 
 
