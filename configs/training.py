@@ -29,7 +29,8 @@ class HardwareSpec(StrictModel):
     dtype: Literal["bf16", "fp32"] = Field("fp32", description="bf16 = mixed precision with fp32 master weights")
     data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over")
     sharding: Sharding = Field("zero3", description="FSDP fully_shard = zero3")
-    activation_checkpointing: bool = False
+    activation_checkpointing: bool = Field(False, description="recompute each block's activations in backward")
+    compile: bool = Field(False, description="torch.compile each transformer block (first steps are slower)")
     pipeline_stages: int = Field(1, ge=1, description="for the bubble figure only; the trainer is data parallel")
     pipeline_micro_batches: int = Field(1, ge=1)
     interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
@@ -77,6 +78,8 @@ class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
     tags: dict[str, str] = Field(default_factory=dict, description="lineage: the data manifests the run read")
+    system_metrics_interval_s: float | None = Field(10.0, gt=0, description=(
+        "seconds between MLflow system-metrics samples (CPU, memory, disk, network, GPU); None: off"))
 
 
 class CheckpointSpec(StrictModel):

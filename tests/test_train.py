@@ -35,7 +35,8 @@ def byte_shards(data_dir, tmp_path_factory) -> list[str]:
 def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     config = {"name": name, "model": {"preset": "tiny"}, "micro_batch_size": 4, "grad_accumulation": 2,
               "steps": 12, "data": {"train": shards[:3], "validation": shards[3:], "seed": 0, "bytes_per_token": 1.0},
-              "eval": {"every": 6, "batches": 2}, "mlflow": {"experiment": "train-test", "tags": {"sluice.data": name}},
+              "eval": {"every": 6, "batches": 2}, "mlflow": {"experiment": "train-test", "tags": {"sluice.data": name},
+                                                           "system_metrics_interval_s": 1},
               "optimizer": {"lr": 3e-3, "warmup_steps": 2}, "checkpoint": {"dir": str(tmp_path / name), "every": 4},
               "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 2}}
     path = tmp_path / f"{name}.yaml"
@@ -43,14 +44,30 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     return str(path)
 
 
-def _torchrun(config: str, *extra: str) -> list[dict]:
+def _run_torchrun(config: str, *extra: str) -> subprocess.CompletedProcess:
     from flows.training_flow import torchrun_command
 
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
+
+
+def _torchrun(config: str, *extra: str) -> list[dict]:
+    done = _run_torchrun(config, *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _edit(config: str, **changes) -> str:
+    raw = yaml.safe_load(Path(config).read_text())
+    for dotted, value in changes.items():
+        *parents, key = dotted.split("__")
+        target = raw
+        for parent in parents:
+            target = target[parent]
+        target[key] = value
+    Path(config).write_text(yaml.safe_dump(raw))
+    return config
 
 
 def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byte_shards, tmp_path):
@@ -85,6 +102,7 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byt
         assert validation[-1].value == pytest.approx(client.get_metric_history(
             run.info.run_id, "val_loss")[-1].value / math.log(2))
         assert "model_config.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert any(key.startswith("system/cpu_utilization") for key in run.data.metrics), sorted(run.data.metrics)
 
 
 def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
@@ -141,3 +159,55 @@ def test_noise_scale_estimators_recover_a_known_gradient_and_noise():
     assert unbiased_estimates(small, big, 2, 8) == pytest.approx((4.0, 8.0))
     scale = NoiseScale(2, 8)
     assert scale.update(small, big) == pytest.approx(2.0) and scale.update(small, big) == pytest.approx(2.0)
+
+
+def test_nan_loss_stops_naming_the_step_and_the_last_good_checkpoint(byte_shards, tmp_path):
+    config = _edit(_config(tmp_path, byte_shards, "diverging"), optimizer__lr=1e4, optimizer__warmup_steps=0,
+                   optimizer__grad_clip=None, checkpoint__every=1, steps=40)
+    done = _run_torchrun(config)
+    assert done.returncode != 0
+    message = next(line for line in done.stderr.splitlines() if "NonFiniteLoss:" in line)
+    step = int(message.split(" at step ")[1].split()[0])
+    assert f"last good checkpoint is {tmp_path / 'diverging'}/step-{step - 1:06d}" in message
+
+
+def test_a_corrupt_or_mismatched_checkpoint_is_an_error_not_a_fresh_start(byte_shards, tmp_path):
+    config = _edit(_config(tmp_path, byte_shards, "saved"), steps=4)
+    _torchrun(config)
+    _edit(config, steps=8, model__d_model=128)
+    done = _run_torchrun(config)
+    assert done.returncode != 0 and "CheckpointError" in done.stderr
+    assert "is of another model (differs in d_model" in done.stderr
+
+    _edit(config, model__d_model=None)
+    shard = next((tmp_path / "saved" / "step-000004").glob("*.distcp"))
+    shard.write_bytes(shard.read_bytes()[:100])                     # truncated, as by a full disk
+    done = _run_torchrun(config)
+    assert done.returncode != 0 and "checkpoint" in done.stderr and "cannot be read" in done.stderr
+    assert not any('"step": 5' in line for line in done.stdout.splitlines())     # no silent restart
+
+
+def test_data_shorter_than_one_update_and_ids_outside_the_vocabulary_are_refused(byte_shards, tmp_path):
+    config = _edit(_config(tmp_path, byte_shards, "short"), micro_batch_size=2000)
+    done = _run_torchrun(config)
+    assert done.returncode != 0 and "fewer than one update needs (2000 x 2 accumulation)" in done.stderr
+
+    from training.sequences import TokenSequences
+
+    writer = TokenShardWriter(tmp_path / "wide", vocab_size=1024)
+    writer.add_document(list(range(1000)))
+    writer.close()
+    with pytest.raises(ValueError, match="holds token id 999, outside the model's vocabulary of 512"):
+        TokenSequences([tmp_path / "wide"], 64, 0).check_vocabulary(512)
+    TokenSequences([tmp_path / "wide"], 64, 0).check_vocabulary(1024)
+
+
+def test_a_sequence_longer_than_the_model_is_an_error():
+    import torch
+
+    from training.model import PRESETS, Transformer
+
+    model = Transformer(PRESETS["tiny"])
+    assert model(torch.zeros(1, 64, dtype=torch.long)).shape == (1, 64, 512)
+    with pytest.raises(ValueError, match="sequence of 65 tokens exceeds seq_len 64"):
+        model(torch.zeros(1, 65, dtype=torch.long))

@@ -2,7 +2,9 @@
 per-rank files for what is not a tensor of the model: step, data position and RNG states.
 
 A checkpoint is the folder `step-NNNNNN/`; it counts only once `complete` is written in it (last, by rank 0
-after every rank has finished), so a run killed while saving resumes from the previous one.
+after every rank has finished), so a run killed while saving resumes from the previous one. `complete` also
+records the model's shape: a checkpoint of another model, or one that cannot be read, is a `CheckpointError`
+naming the folder, never a silent fresh start.
 """
 from __future__ import annotations
 
@@ -13,10 +15,15 @@ import re
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 COMPLETE = "complete"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
+
+
+class CheckpointError(RuntimeError):
+    """A complete-marked checkpoint that is corrupt or belongs to a different model."""
 
 
 def latest_checkpoint(root: str) -> str | None:
@@ -38,17 +45,37 @@ def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict,
     dist.barrier()
     if rank == 0:
         with open(os.path.join(folder, COMPLETE), "w") as handle:
-            json.dump({"step": step, "world_size": dist.get_world_size()}, handle)
+            json.dump({"step": step, "world_size": dist.get_world_size(), "model": model.config.to_dict()}, handle)
     dist.barrier()
     return folder
 
 
 def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
     """Restore model and optimizer in place; returns this rank's {step, trainer, rng} (RNG already restored)."""
+    _check_same_model(folder, model.config.to_dict())
     model_state, optimizer_state = get_state_dict(model, optimizer)
     state = {"model": model_state, "optimizer": optimizer_state}
-    dcp.load(state, checkpoint_id=folder)
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
-    extra = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=False)
+    try:
+        dcp.load(state, checkpoint_id=folder)
+        set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+        # weights_only: the file holds only tensors, numbers, strings, lists and dicts; nothing is unpickled.
+        extra = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=True)
+    except (Exception, CheckpointException) as error:      # DCP's exception is a BaseException
+        raise CheckpointError(f"checkpoint {folder} cannot be read ({type(error).__name__}: {str(error)[:300]}); "
+                              f"remove that folder to resume from the one before, or point checkpoint.dir at "
+                              f"a new folder to start over") from error
     torch.set_rng_state(extra["rng"])
     return extra
+
+
+def _check_same_model(folder: str, model_config: dict) -> None:
+    try:
+        with open(os.path.join(folder, COMPLETE)) as handle:
+            saved = json.load(handle).get("model")
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker cannot be read ({error})") from error
+    if saved != model_config:
+        differing = sorted(key for key in model_config if (saved or {}).get(key) != model_config[key])
+        raise CheckpointError(f"checkpoint {folder} is of another model (differs in {', '.join(differing)}: "
+                              f"saved {({k: (saved or {}).get(k) for k in differing})}, configured "
+                              f"{({k: model_config[k] for k in differing})}); use a new checkpoint.dir for a new model")

@@ -1,5 +1,7 @@
 """MLflow on rank 0, batched: metrics are buffered and sent with `log_batch` (per-step `log_metric` calls are
-about 20x slower). A resumed run continues the same MLflow run: its id is kept beside the checkpoints."""
+about 20x slower). A resumed run continues the same MLflow run: its id is kept beside the checkpoints.
+MLflow's own system-metrics monitor (CPU, memory, disk, network, GPU when there is one) samples in a thread
+into the same run as `system/...`."""
 from __future__ import annotations
 
 import json
@@ -21,7 +23,18 @@ class RunLogger:
 
         from flows.tracking import tracking_uri
 
-        self.client = MlflowClient(tracking_uri(config.mlflow.tracking_uri))
+        uri = tracking_uri(config.mlflow.tracking_uri)
+        self.client = MlflowClient(uri)
+        self._start_run(config)
+        self.system = None
+        if config.mlflow.system_metrics_interval_s:
+            from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+            self.system = SystemMetricsMonitor(self.run_id, sampling_interval=config.mlflow.system_metrics_interval_s,
+                                               resume_logging=self.resumed, tracking_uri=uri)
+            self.system.start()
+
+    def _start_run(self, config: TrainingConfig) -> None:
         record = os.path.join(config.checkpoint.dir, RUN_RECORD)
         if os.path.exists(record):
             with open(record) as handle:
@@ -69,4 +82,6 @@ class RunLogger:
     def finish(self, status: str = "FINISHED") -> None:
         if self.enabled:
             self.flush()
+            if self.system:
+                self.system.finish()
             self.client.set_terminated(self.run_id, status=status)

@@ -36,14 +36,22 @@ def init_distributed() -> Distributed:
     return Distributed(rank, world, local_rank, device)
 
 
-def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool) -> torch.nn.Module:
+def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool, activation_checkpointing: bool = False,
+                compile_blocks: bool = False) -> torch.nn.Module:
     """fully_shard every transformer block, then the root (embedding, final norm). bf16 mixed precision keeps
-    fp32 master weights and reduces gradients in fp32."""
+    fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes each block's
+    activations in the backward pass; compiling works per block (as torchtitan), before sharding."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 \
         else MixedPrecisionPolicy()
-    for block in model.blocks:
+    for index, block in enumerate(model.blocks):
+        if activation_checkpointing:
+            block = checkpoint_wrapper(block)
+        if compile_blocks:
+            block.compile()             # in place: parameter names, and so checkpoints, stay the same
+        model.blocks[index] = block
         fully_shard(block, mp_policy=policy)
     fully_shard(model, mp_policy=policy)
     return model

@@ -30,6 +30,7 @@ class TokenSequences:
             raise ValueError(f"rank {rank} is not in [0, {world_size})")
         if not shard_paths:
             raise ValueError("no token shards given")
+        self._paths = [str(path) for path in shard_paths]
         self.shards = [TokenShard(path) for path in shard_paths]  # validates each header against its sizes
         self.seq_len, self.seed, self.rank, self.world_size = seq_len, seed, rank, world_size
         per_shard = np.array([max(shard.num_tokens - 1, 0) // seq_len for shard in self.shards], dtype=np.int64)
@@ -42,6 +43,13 @@ class TokenSequences:
         self._identity = self._shards_identity(shard_paths, self.shards)
         self.epoch, self.step = 0, 0
         self._order_epoch, self._order = -1, np.empty(0, np.int64)
+
+    def check_vocabulary(self, vocab_size: int) -> None:
+        """Every token id must index the model's embedding: an id >= vocab_size is an error naming its shard."""
+        for path, shard in zip(self._paths, self.shards):
+            if shard.num_tokens and (largest := int(np.asarray(shard.tokens).max())) >= vocab_size:
+                raise ValueError(f"token shard {path} holds token id {largest}, outside the model's vocabulary of "
+                                 f"{vocab_size}: set model.vocab_size to the tokenizer's size")
 
     def next_batch(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
         """(inputs, targets), each (batch_size, seq_len) int64; moves the position on by batch_size."""

@@ -32,6 +32,10 @@ from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
 
 
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite: the run stops rather than train on garbage."""
+
+
 def loss_function(logits: torch.Tensor, targets: torch.Tensor, z_loss: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy plus z-loss (PaLM): z_loss * mean(log Z)^2 keeps the softmax normalizer near 1."""
     logits = logits.float().flatten(0, 1)
@@ -60,10 +64,19 @@ def train(config: TrainingConfig, stop_after: int | None = None) -> None:
 def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops_per_token: int,
                 peak: float | None, tracker: RunLogger, stop_after: int | None) -> None:
     torch.manual_seed(config.seed)                 # same initial weights on every rank before sharding
-    model = shard_model(Transformer(model_spec).to(env.device), env.device,
-                        bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda")
-    optimizer = build_optimizer(model, config.optimizer)
     data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
+    data.check_vocabulary(model_spec.vocab_size)
+    per_update = config.micro_batch_size * config.grad_accumulation
+    if data.windows_per_rank < per_update:
+        raise ValueError(f"the training shards give each of {env.world_size} ranks {data.windows_per_rank} "
+                         f"sequences of {model_spec.seq_len} tokens, fewer than one update needs "
+                         f"({config.micro_batch_size} x {config.grad_accumulation} accumulation): more data, a "
+                         f"smaller batch or a shorter seq_len")
+    model = shard_model(Transformer(model_spec).to(env.device), env.device,
+                        bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda",
+                        activation_checkpointing=config.hardware.activation_checkpointing,
+                        compile_blocks=config.hardware.compile)
+    optimizer = build_optimizer(model, config.optimizer)
     spikes = SpikeDetector(config.spikes)
     micro = config.micro_batch_size * env.world_size
     noise = NoiseScale(micro, micro * config.grad_accumulation) if config.grad_accumulation > 1 else None
@@ -96,6 +109,10 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
                 first_sq = (_gradient_norm(model) * config.grad_accumulation) ** 2
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
         loss_value = all_reduce_mean(sum(losses) / len(losses), env.device)   # the same on every rank
+        if not math.isfinite(loss_value):
+            raise NonFiniteLoss(f"loss is {loss_value} at step {step + 1} (update attempt {attempt}); the last good "
+                                f"checkpoint is {latest_checkpoint(config.checkpoint.dir) or 'none (no step saved)'}: "
+                                f"lower optimizer.lr or enable grad_clip, then rerun to resume from it")
         spike = config.spikes.enabled and spikes.is_spike(loss_value)
         rollback = spikes.record(loss_value, spike)
         if spike:                                   # skip the update; after repeated spikes, roll back

@@ -1,0 +1,141 @@
+"""Training throughput on CPU: the sluice trainer (torchrun, 2 processes, FSDP2 over gloo) against a plain
+single-process PyTorch loop, same model, same global batch, same data, same machine.
+
+    .venv/bin/python benchmarks/training.py [--steps 30] [--warmup 5]
+
+Data: the UTF-8 bytes of `../shared/data/reference` (wikitext-2, Gutenberg) as token ids, written as token
+shards. Model: the tiny preset widened (4 layers, d_model 256, seq 256, vocab 512). Global batch: 16 sequences
+per update (FSDP: 8 per rank x 2 ranks; plain: 16 in one process).
+
+Fairness: the machine has 2 cores. FSDP runs 2 ranks with 1 thread each; the plain loop gets both cores as
+2 intra-op threads (and, for reference, 1 thread). Tokens/s is the median over the steps after `warmup` (each
+side's own per-step timing: data, forward, backward, clip, optimizer step). Writes `results/training.json`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+WORK = ROOT / "benchmarks" / "_work" / "training-bench"
+MODEL = {"preset": "tiny", "n_layers": 4, "d_model": 256, "n_heads": 4, "seq_len": 256, "vocab_size": 512}
+GLOBAL_BATCH, RANKS = 16, 2
+
+
+def byte_shards(data_dir: Path) -> list[str]:
+    from storage.token_shard import TokenShardWriter
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    sources = sorted((data_dir / "reference" / "wikitext-2").rglob("*.txt")) + \
+        sorted((data_dir / "reference" / "gutenberg_nltk").rglob("*.txt"))
+    bases = []
+    for index, path in enumerate(sources):
+        base = WORK / f"bytes-{index:02d}"
+        writer = TokenShardWriter(base, vocab_size=512)
+        writer.add_document(list(path.read_bytes()))
+        writer.close()
+        bases.append(str(base))
+    return bases
+
+
+def training_config(shards: list[str], steps: int) -> dict:
+    return {"name": "bench-fsdp", "model": MODEL, "micro_batch_size": GLOBAL_BATCH // RANKS, "grad_accumulation": 1,
+            "steps": steps, "data": {"train": shards, "seed": 0},
+            "optimizer": {"lr": 1e-3, "warmup_steps": 2},
+            "checkpoint": {"dir": str(WORK / "checkpoints"), "every": 10_000},
+            "mlflow": {"experiment": "bench-train", "tracking_uri": f"sqlite:///{WORK}/mlflow.db",
+                       "system_metrics_interval_s": None},
+            "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": RANKS}}
+
+
+def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int) -> tuple[float, list[float]]:
+    from flows.training_flow import torchrun_command
+
+    subprocess.run(["rm", "-rf", str(WORK / "checkpoints")], check=True)
+    config_path = WORK / "fsdp.yaml"
+    config_path.write_text(yaml.safe_dump(training_config(shards, steps)))
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(torchrun_command(str(config_path), RANKS), cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=True)
+    rates = [json.loads(line)["tokens_per_s"] for line in done.stdout.splitlines() if line.startswith('{"step"')]
+    return statistics.median(rates[warmup:]), rates
+
+
+def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int) -> tuple[float, list[float]]:
+    """The plain loop: one process, no process group, no sharding; the trainer's model, optimizer and loss."""
+    import torch
+
+    from configs.training import TrainingConfig
+    from training.model import Transformer
+    from training.optim import build_optimizer, learning_rate
+    from training.plan import model_config
+    from training.sequences import TokenSequences
+    from training.train import loss_function
+
+    torch.set_num_threads(threads)
+    config = TrainingConfig.model_validate(training_config(shards, steps))
+    spec, optimizer_spec = model_config(config), config.optimizer
+    torch.manual_seed(0)
+    model = Transformer(spec)
+    optimizer = build_optimizer(model, optimizer_spec)
+    data = TokenSequences(shards, spec.seq_len, 0)
+    rates = []
+    for step in range(steps):
+        started = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, steps, optimizer_spec)
+        inputs, targets = (torch.from_numpy(array) for array in data.next_batch(GLOBAL_BATCH))
+        loss, _ = loss_function(model(inputs), targets, optimizer_spec.z_loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), optimizer_spec.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss.item()
+        rates.append(GLOBAL_BATCH * spec.seq_len / (time.perf_counter() - started))
+    return statistics.median(rates[warmup:]), rates
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    args = parser.parse_args()
+    shards = byte_shards(Path(args.data_dir))
+    fsdp, fsdp_rates = fsdp_tokens_per_s(shards, args.steps, args.warmup)
+    plain2, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=2)
+    plain1, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=1)
+    import torch
+
+    result = {
+        "command": "OMP_NUM_THREADS unset; .venv/bin/python benchmarks/training.py "
+                   f"--steps {args.steps} --warmup {args.warmup}",
+        "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}",
+        "model": MODEL, "global_batch_sequences": GLOBAL_BATCH, "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"],
+        "cpu_fsdp_tokens_per_s": round(fsdp, 1),
+        "cpu_plain_tokens_per_s_2_threads": round(plain2, 1),
+        "cpu_plain_tokens_per_s_1_thread": round(plain1, 1),
+        "cpu_fsdp_over_plain_tokens_per_s": round(fsdp / plain2, 3),
+        "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3),
+        "fsdp_per_step_tokens_per_s": fsdp_rates,
+    }
+    out = ROOT / "benchmarks" / "results" / "training.json"
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    previous.update(result)                     # keeps GPU figures measured separately on a GPU machine
+    out.write_text(json.dumps(previous, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "fsdp_per_step_tokens_per_s"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
