@@ -1,4 +1,5 @@
-"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training."""
+"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, and
+start the long-running services (`sluice server`)."""
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,20 @@ def main(argv: list[str] | None = None) -> int:
     train = commands.add_parser("train", help="train on token shards as a Prefect flow (torchrun underneath)")
     train.add_argument("config", type=Path, help="a training config with data.train set")
 
+    server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
+    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--prefect-port", type=int, default=4200)
+    server.add_argument("--mlflow-port", type=int, default=5000)
+    server.add_argument("--dask-workers", type=int, default=0, help="start a Dask scheduler and N worker processes")
+    server.add_argument("--dask-port", type=int, default=8786)
+    server.add_argument("--dask-dashboard-port", type=int, default=8787)
+    server.add_argument("--deployments", default="configs/deployments.yaml",
+                        help="the deployments file to serve ('' serves none)")
+    server.add_argument("--backend-store-uri", help="MLflow's backend store (default: SQLite in the state dir)")
+
     args = parser.parse_args(argv)
+    if args.command == "server":
+        return _server(args)
     if args.command == "corpus":
         return _corpus(args)
     if args.command == "plan":
@@ -118,6 +132,16 @@ def _train(args) -> int:
         return 2
     print(json.dumps(training_flow(config), indent=2))
     return 0
+
+
+def _server(args) -> int:
+    from flows.server import ServerOptions, run_server
+    from storage.locations import state_dir
+
+    return run_server(ServerOptions(
+        host=args.host, prefect_port=args.prefect_port, mlflow_port=args.mlflow_port, dask_workers=args.dask_workers,
+        dask_port=args.dask_port, dask_dashboard_port=args.dask_dashboard_port, deployments=args.deployments or None,
+        backend_store_uri=args.backend_store_uri, state=state_dir() / "server"))
 
 
 def _corpus(args) -> int:

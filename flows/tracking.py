@@ -19,12 +19,15 @@ def use_experiment(name: str, configured_uri: str | None) -> str:
     uri = tracking_uri(configured_uri)
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(name) is None:
-        artifacts = None
-        if uri.startswith("sqlite:"):
-            artifacts = (state_dir() / "mlartifacts" / name).resolve().as_uri()
-        mlflow.create_experiment(name, artifact_location=artifacts)
+        mlflow.create_experiment(name, artifact_location=artifact_location(name, uri))
     mlflow.set_experiment(name)
     return uri
+
+
+def artifact_location(experiment: str, uri: str) -> str | None:
+    """Local (SQLite) stores keep artifacts under the state dir, not in `./mlruns` of whatever the working
+    directory is; a tracking server decides for itself (None)."""
+    return (state_dir() / "mlartifacts" / experiment).resolve().as_uri() if uri.startswith("sqlite:") else None
 
 
 def flatten(prefix: str, value, out: dict[str, str] | None = None) -> dict[str, str]:

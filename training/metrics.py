@@ -25,7 +25,7 @@ class RunLogger:
 
         uri = tracking_uri(config.mlflow.tracking_uri)
         self.client = MlflowClient(uri)
-        self._start_run(config)
+        self._start_run(config, uri)
         self.system = None
         if config.mlflow.system_metrics_interval_s:
             from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
@@ -34,7 +34,9 @@ class RunLogger:
                                                resume_logging=self.resumed, tracking_uri=uri)
             self.system.start()
 
-    def _start_run(self, config: TrainingConfig) -> None:
+    def _start_run(self, config: TrainingConfig, uri: str) -> None:
+        from flows.tracking import artifact_location
+
         record = os.path.join(config.checkpoint.dir, RUN_RECORD)
         if os.path.exists(record):
             with open(record) as handle:
@@ -42,7 +44,8 @@ class RunLogger:
             self.client.update_run(self.run_id, status="RUNNING")
             return
         experiment = self.client.get_experiment_by_name(config.mlflow.experiment)
-        experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(config.mlflow.experiment)
+        experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
+            config.mlflow.experiment, artifact_location=artifact_location(config.mlflow.experiment, uri))
         tags = {"sluice.kind": "training", **config.mlflow.tags}
         self.run_id = self.client.create_run(experiment_id, run_name=config.name, tags=tags).info.run_id
         os.makedirs(config.checkpoint.dir, exist_ok=True)

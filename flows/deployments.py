@@ -1,0 +1,76 @@
+"""Serve the deployments of `configs/deployments.yaml` (what `sluice server` runs as its deployments process):
+
+    python -m flows.deployments configs/deployments.yaml
+
+Each deployment's parameter is the whole typed model (the curation flow takes a `Recipe`, the training flow a
+`TrainingConfig`), so the Prefect UI's run form shows every field of the recipe with its type, default and
+description, and the defaults are the recipe file with the deployment's `overrides` merged in. A path plus
+free-form overrides would show one text box and check nothing until the run starts.
+
+With SLUICE_DASK_ADDRESS set (by `sluice server --dask-workers N`), curation runs use that external Dask
+cluster unless the recipe names a scheduler itself. Flow runs log to MLFLOW_TRACKING_URI (the MLflow server).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from configs.deployments import DeploymentSpec, load_deployments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def merged(base: dict, overrides: dict) -> dict:
+    """`overrides` laid over `base`, mappings merged key by key, anything else replaced."""
+    out = dict(base)
+    for key, value in overrides.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def default_parameters(spec: DeploymentSpec) -> dict:
+    """The run form's defaults: the recipe with the overrides, validated by the flow's own model."""
+    from configs.schema import parse_recipe
+    from configs.training import TrainingConfig
+
+    raw = merged(yaml.safe_load((ROOT / spec.recipe).read_text()), spec.overrides)
+    if spec.flow == "train":
+        return {"config": TrainingConfig.model_validate(raw).model_dump(mode="json")}
+    recipe = parse_recipe(raw, origin=spec.recipe)
+    dask_address = os.environ.get("SLUICE_DASK_ADDRESS")
+    if dask_address and not recipe.dask.address:
+        recipe = recipe.model_copy(update={"dask": recipe.dask.model_copy(update={"address": dask_address})})
+    return {"recipe": recipe.model_dump(mode="json")}
+
+
+def runner_deployment(spec: DeploymentSpec):
+    from flows.curation import curation_flow
+    from flows.training_flow import training_flow
+
+    flow = {"curation": curation_flow, "train": training_flow}[spec.flow]
+    from prefect.client.schemas.schedules import CronSchedule
+
+    schedule = {}
+    if spec.cron:
+        schedule = {"schedule": CronSchedule(cron=spec.cron, timezone=spec.timezone)}
+    elif spec.interval_s:
+        schedule = {"interval": spec.interval_s}
+    return flow.to_deployment(spec.name, parameters=default_parameters(spec), description=spec.description,
+                              tags=spec.tags, concurrency_limit=spec.concurrency_limit, paused=spec.paused,
+                              **schedule)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from prefect import serve
+
+    (path,) = argv if argv is not None else sys.argv[1:]
+    deployments = [runner_deployment(spec) for spec in load_deployments(path).deployments]
+    serve(*deployments, print_starting_message=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
