@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.dedup import DedupConfig
@@ -18,14 +18,46 @@ from configs.mixture import MixtureConfig
 from configs.quality import QualityConfig
 from configs.tokenizer import TokenizerConfig
 from configs.training import TrainingConfig
+from storage.crawl_listing import listed_inputs
+from storage.fs import expand_inputs
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
 
 
+class CrawlListing(StrictModel):
+    """A Common Crawl `warc.paths.gz` (or `wet.paths.gz`) listing: relative paths joined onto `base_url`."""
+    url: str = Field(min_length=1, description="the listing: local path or fsspec URL, gzipped (.gz) or plain text")
+    base_url: str = Field("https://data.commoncrawl.org/", min_length=1, description=(
+        "prefix of every listed path: https://data.commoncrawl.org/, s3://commoncrawl/ or a local mirror"))
+    limit: int | None = Field(None, ge=1, description="take the first N listed files")
+    sample: int | None = Field(None, ge=1, description="or N files drawn at random with `seed`")
+    seed: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _limit_or_sample(self) -> "CrawlListing":
+        if self.limit is not None and self.sample is not None:
+            raise ValueError("give `limit` (the first N files) or `sample` (N seeded random files), not both")
+        return self
+
+
 class InputConfig(StrictModel):
-    paths: list[str] = Field(min_length=1, description="files, directories or globs; local paths or fsspec URLs")
+    paths: list[str] = Field(default_factory=list, description="files, directories or globs; local paths or fsspec URLs")
+    listing: CrawlListing | None = Field(None, description="or a Common Crawl listing of WARC files")
     source: str = Field("commoncrawl", min_length=1, description="value of the `source` column")
-    storage_options: dict = Field(default_factory=dict, description="passed to fsspec (e.g. S3 credentials)")
+    storage_options: dict = Field(default_factory=dict, description="passed to fsspec (e.g. `anon: true` for S3)")
+
+    @model_validator(mode="after")
+    def _paths_or_listing(self) -> "InputConfig":
+        if bool(self.paths) == (self.listing is not None):
+            raise ValueError("give `paths` (files, directories or globs) or a `listing`, exactly one of them")
+        return self
+
+    def urls(self) -> list[str]:
+        """The input files, as fsspec URLs (local files as absolute paths)."""
+        if self.listing is None:
+            return expand_inputs(self.paths, storage_options=self.storage_options)
+        return listed_inputs(self.listing.url, self.listing.base_url, self.listing.limit, self.listing.sample,
+                             self.listing.seed, self.storage_options)
 
 
 class LangIdConfig(StrictModel):

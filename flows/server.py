@@ -81,7 +81,8 @@ def services(options: ServerOptions) -> list[Service]:
                            str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
                            options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
                            "--artifacts-destination", str(state / "mlartifacts"), "--serve-artifacts"],
-                f"{options.mlflow_url}/health", common),
+                f"{options.mlflow_url}/health",
+                common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}),   # GenAI job runners: 8 idle processes
     ]
     if options.dask_workers:
         found.append(Service("dask-scheduler", [str(bin_dir / "dask"), "scheduler", "--host", options.host,

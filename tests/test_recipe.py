@@ -14,7 +14,8 @@ def test_demo_recipe_is_valid():
     ({"extract": {"max_payload_bytes": 0}}, "extract.max_payload_bytes"),
     ({"extract": {"html": {"engine": "lynx"}}}, "extract.html.engine"),
     ({"dask": {"n_workers": -1}}, "dask.n_workers"),
-    ({"input": {"paths": []}}, "input.paths"),
+    ({"input": {"paths": []}}, "input: Value error, give `paths`"),
+    ({"input": {"listing": {"url": "warc.paths.gz", "limit": 1, "sample": 1}}}, "input.listing"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_bad_values_fail_naming_the_field(patch, field):
