@@ -140,7 +140,7 @@ def _server(args) -> int:
 
     return run_server(ServerOptions(
         host=args.host, prefect_port=args.prefect_port, mlflow_port=args.mlflow_port, dask_workers=args.dask_workers,
-        dask_port=args.dask_port, dask_dashboard_port=args.dask_dashboard_port, deployments=args.deployments or None,
+        dask_port=args.dask_port, dask_dashboard_port=args.dask_dashboard_port, deployments=str(Path(args.deployments).resolve()) if args.deployments else None,
         backend_store_uri=args.backend_store_uri, state=state_dir() / "server"))
 
 

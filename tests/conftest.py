@@ -38,3 +38,20 @@ def small_corpus(data_dir, tmp_path_factory) -> Path:
     generate_corpus(out, size="small", seed=0, data_dir=data_dir)
     return out
 
+
+@pytest.fixture(scope="session")
+def byte_shards(data_dir, tmp_path_factory) -> list[str]:
+    """Token shards of four real speeches, bytes as tokens (vocabulary 512): training data without a tokenizer."""
+    from storage.token_shard import TokenShardWriter
+
+    out = tmp_path_factory.mktemp("bytes")
+    bases = []
+    for index, name in enumerate(["1861-Lincoln.txt", "1933-Roosevelt.txt", "1961-Kennedy.txt", "2005-Bush.txt"]):
+        writer = TokenShardWriter(out / f"shard-{index}", vocab_size=512)
+        text = (data_dir / "reference" / "speeches_nltk" / "inaugural" / name).read_bytes()
+        for paragraph in text.split(b"\n\n"):
+            if paragraph.strip():
+                writer.add_document(list(paragraph) + [10])
+        writer.close()
+        bases.append(str(out / f"shard-{index}"))
+    return bases

@@ -11,25 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from storage.token_shard import TokenShardWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def byte_shards(data_dir, tmp_path_factory) -> list[str]:
-    out = tmp_path_factory.mktemp("bytes")
-    bases = []
-    for index, name in enumerate(["1861-Lincoln.txt", "1933-Roosevelt.txt", "1961-Kennedy.txt", "2005-Bush.txt"]):
-        writer = TokenShardWriter(out / f"shard-{index}", vocab_size=512)
-        text = (data_dir / "reference" / "speeches_nltk" / "inaugural" / name).read_bytes()
-        for paragraph in text.split(b"\n\n"):
-            if paragraph.strip():
-                writer.add_document(list(paragraph) + [10])
-        writer.close()
-        bases.append(str(out / f"shard-{index}"))
-    return bases
 
 
 def _config(tmp_path: Path, shards: list[str], name: str) -> str:
@@ -192,6 +176,7 @@ def test_data_shorter_than_one_update_and_ids_outside_the_vocabulary_are_refused
     done = _run_torchrun(config)
     assert done.returncode != 0 and "fewer than one update needs (2000 x 2 accumulation)" in done.stderr
 
+    from storage.token_shard import TokenShardWriter
     from training.sequences import TokenSequences
 
     writer = TokenShardWriter(tmp_path / "wide", vocab_size=1024)

@@ -1,0 +1,269 @@
+"""`sluice server` for real: a Prefect server, an MLflow server, a Dask scheduler with two worker processes and
+the deployments process, on free loopback ports. Flow runs are fired by a schedule, triggered and cancelled
+through the Prefect API; shutting down leaves no process behind."""
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+SEGMENT = "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/warc"
+MAPPED_TASKS = 1000
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def _free_ports(count: int) -> list[int]:
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def _listing(path: Path, relatives: list[str]) -> str:
+    path.write_bytes(gzip.compress(("\n".join(relatives) + "\n").encode()))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
+    """A local Common Crawl mirror with two listings, three recipes and the deployments file serving them."""
+    base = tmp_path_factory.mktemp("server")
+    mirror = base / "mirror"
+    (mirror / SEGMENT).mkdir(parents=True)
+    real = {"whirlwind": data_dir / "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz",
+            "chatnoir": data_dir / "warc/commoncrawl/chatnoir-resiliparse/warcfile.warc.gz"}
+    for name, path in real.items():
+        (mirror / SEGMENT / f"{name}.warc.gz").symlink_to(path)
+    crawl = _listing(base / "warc.paths.gz", [f"{SEGMENT}/{name}.warc.gz" for name in real])
+    many = []      # 1,000 files, one extraction task each: one real single-page Common Crawl WARC under many names
+    for index in range(MAPPED_TASKS):
+        (mirror / SEGMENT / f"page-{index:05d}.warc.gz").symlink_to(real["whirlwind"])
+        many.append(f"{SEGMENT}/page-{index:05d}.warc.gz")
+    many_listing = _listing(base / "many.paths.gz", many)
+
+    def curation(name: str, listing: str, limit: int | None) -> str:
+        recipe = {"name": name, "store": str(base / "store"),
+                  "input": {"listing": {"url": listing, "base_url": str(mirror), "limit": limit}, "source": "cc-test"},
+                  "dedup": {"enabled": False}, "quality": {"enabled": False}, "tokenizer": {"enabled": False},
+                  "mlflow": {"experiment": f"server-{name}"}}
+        path = base / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(recipe))
+        return str(path)
+
+    train = {"name": "server-train", "model": {"preset": "tiny"}, "micro_batch_size": 4, "steps": 100000,
+             "data": {"train": byte_shards[:3], "validation": byte_shards[3:]}, "eval": {"every": 10000},
+             "checkpoint": {"dir": str(base / "checkpoints"), "every": 10000}, "mlflow": {"experiment": "server-train"},
+             "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 2}}
+    (base / "train.yaml").write_text(yaml.safe_dump(train))
+    deployments = {"deployments": [
+        {"name": "tick", "flow": "curation", "recipe": curation("tick", crawl, 1), "interval_s": 10, "tags": ["test"]},
+        {"name": "many", "flow": "curation", "recipe": curation("many", many_listing, None)},
+        {"name": "train", "flow": "train", "recipe": str(base / "train.yaml")},
+    ]}
+    (base / "deployments.yaml").write_text(yaml.safe_dump(deployments))
+    return {"base": base, "deployments": str(base / "deployments.yaml"), "train_config": base / "checkpoints" / "train.yaml"}
+
+
+class Server:
+    """The `sluice server` process and a client for the Prefect REST API it serves."""
+
+    def __init__(self, setup: dict):
+        self.ports = dict(zip(["prefect", "mlflow", "dask", "dashboard"], _free_ports(4)))
+        self.state = setup["base"] / "state"
+        self.args = ["--prefect-port", str(self.ports["prefect"]), "--mlflow-port", str(self.ports["mlflow"]),
+                     "--dask-port", str(self.ports["dask"]), "--dask-dashboard-port", str(self.ports["dashboard"]),
+                     "--dask-workers", "2", "--deployments", setup["deployments"]]
+        self.env = os.environ | {"SLUICE_STATE_DIR": str(self.state), "PYTHONPATH": str(ROOT)}
+        self.output = open(setup["base"] / "server.out", "w+")
+        self.process = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", *self.args], cwd=ROOT,
+                                        env=self.env, stdout=self.output, stderr=subprocess.STDOUT)
+        self.api = httpx.Client(base_url=f"http://127.0.0.1:{self.ports['prefect']}/api", timeout=30)
+        self.mlflow_url = f"http://127.0.0.1:{self.ports['mlflow']}"
+
+    def printed(self) -> str:
+        self.output.flush()
+        return Path(self.output.name).read_text()
+
+    def wait_up(self, timeout_s: float = 300) -> None:
+        deadline = time.monotonic() + timeout_s
+        while "up; Ctrl-C stops everything" not in self.printed():
+            assert self.process.poll() is None, self.printed()
+            assert time.monotonic() < deadline, self.printed()
+            time.sleep(1)
+        while len(self.deployments()) < 3:          # the deployments process registers them once it is up
+            assert time.monotonic() < deadline, self.printed()
+            time.sleep(1)
+
+    def post(self, path: str, body: dict | None = None):
+        response = self.api.post(path, json=body or {})
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+    def deployments(self) -> dict[str, dict]:
+        return {found["name"]: found for found in self.post("/deployments/filter")}
+
+    def run(self, deployment: str, parameters: dict | None = None) -> str:
+        body = {"parameters": parameters} if parameters is not None else {}
+        return self.post(f"/deployments/{self.deployments()[deployment]['id']}/create_flow_run", body)["id"]
+
+    def flow_run(self, run_id: str) -> dict:
+        return self.api.get(f"/flow_runs/{run_id}").json()
+
+    def wait(self, run_id: str, timeout_s: float, states=FINAL) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while (found := self.flow_run(run_id))["state_type"] not in states:
+            assert time.monotonic() < deadline, f"{found['state_type']}: {self.logs(run_id)[-20:]}"
+            time.sleep(2)
+        return found
+
+    def logs(self, run_id: str) -> list[str]:
+        found = self.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC",
+                                           "limit": 200})
+        return [entry["message"] for entry in found]
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def server(setup):
+    server = Server(setup)
+    try:
+        server.wait_up()
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def _completed(server: Server, run_id: str, timeout_s: float) -> dict:
+    found = server.wait(run_id, timeout_s)
+    assert found["state_type"] == "COMPLETED", server.logs(run_id)[-30:]
+    return found
+
+
+def test_the_server_prints_its_urls_and_serves_typed_deployments(server):
+    printed = server.printed()
+    for url in (f"Prefect UI:      http://127.0.0.1:{server.ports['prefect']}", f"MLflow UI:       {server.mlflow_url}",
+                f"Dask dashboard:  http://127.0.0.1:{server.ports['dashboard']}/status"):
+        assert url in printed
+    assert httpx.get(f"{server.mlflow_url}/health").status_code == 200
+    tick = server.deployments()["tick"]
+    assert tick["schedules"][0]["schedule"]["interval"] == 10 and tick["tags"] == ["test"]
+    assert tick["global_concurrency_limit"]["limit"] == 1
+    schema = tick["parameter_openapi_schema"]
+    langid = schema["definitions"]["LangIdConfig"]["properties"]["min_score"]
+    assert langid["type"] == "number" and langid["default"] == 0.3 and "language score" in langid["description"]
+    recipe = tick["parameters"]["recipe"]
+    assert recipe["dask"]["address"] == f"tcp://127.0.0.1:{server.ports['dask']}"     # the external cluster
+
+
+def test_a_second_server_on_the_same_ports_says_so(server):
+    second = subprocess.run([sys.executable, "-m", "flows.cli", "server", *server.args], cwd=ROOT,
+                            env=server.env | {"SLUICE_STATE_DIR": str(server.state) + "-second"},
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 2
+    assert f"port(s) {server.ports['prefect']}, {server.ports['mlflow']}" in second.stderr
+    assert "in use" in second.stderr
+
+
+def test_an_interval_schedule_fires_by_itself_on_the_external_dask_cluster(server):
+    deadline = time.monotonic() + 300
+    while True:
+        runs = server.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {
+            "any_": [server.deployments()["tick"]["id"]]}, "state": {"type": {"any_": ["COMPLETED"]}}}})
+        if [run for run in runs if run["auto_scheduled"]]:
+            break
+        assert time.monotonic() < deadline, server.printed()
+        time.sleep(3)
+    server.post(f"/deployments/{server.deployments()['tick']['id']}/pause_deployment")
+    logs = "\n".join(server.logs(runs[0]["id"]))
+    assert f"Dask scheduler tcp://127.0.0.1:{server.ports['dask']}" in logs
+    assert f"at {server.mlflow_url}" in logs
+
+
+def test_a_run_triggered_with_changed_parameters_logs_to_the_mlflow_server(server):
+    from mlflow.tracking import MlflowClient
+
+    recipe = server.deployments()["tick"]["parameters"]["recipe"]
+    recipe["name"], recipe["mlflow"]["experiment"] = "triggered", "server-triggered"
+    recipe["input"]["listing"]["limit"] = 2
+    run = _completed(server, server.run("tick", {"recipe": recipe}), 300)
+    client = MlflowClient(server.mlflow_url)
+    experiment = client.get_experiment_by_name("server-triggered")
+    (logged,) = client.search_runs([experiment.experiment_id])
+    assert logged.data.tags["sluice.recipe"] == "triggered" and logged.info.status == "FINISHED"
+    assert logged.data.metrics["extract.candidates"] >= 17      # both real Common Crawl files: 1 + 16 pages
+    assert logged.data.params["input.listing.limit"] == "2"
+    assert run["parameters"]["recipe"]["input"]["listing"]["limit"] == 2
+    assert "recipe.yaml" in [entry.path for entry in client.list_artifacts(logged.info.run_id)]   # served artifacts
+
+
+def test_two_runs_of_one_recipe_at_once_take_turns(server):
+    """The concurrency limit (1) makes the second run wait its turn; the store is never written twice at once."""
+    first, second = server.run("tick"), server.run("tick")
+    runs = [_completed(server, run_id, 300) for run_id in (first, second)]
+    runs.sort(key=lambda run: run["start_time"])
+    assert runs[0]["end_time"] <= runs[1]["start_time"]
+
+
+def test_a_thousand_mapped_tasks_complete_on_the_external_cluster(server):
+    run_id = server.run("many")
+    _completed(server, run_id, 600)
+    tasks = server.post("/task_runs/count", {"flow_runs": {"id": {"any_": [run_id]}}})
+    subflows = server.post("/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [run_id]}}})
+    mapped = server.post("/task_runs/count", {"task_runs": {"state": {"type": {"any_": ["COMPLETED"]}},
+                                                            "name": {"like_": "extract"}},
+                                              "flow_runs": {"id": {"any_": [subflow["id"] for subflow in subflows]}}})
+    assert mapped >= MAPPED_TASKS, (tasks, mapped)
+
+
+def _trainer_processes(config: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if str(config) in " ".join(process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def test_cancelling_a_training_run_from_the_api_stops_every_rank(server, setup):
+    run_id = server.run("train")
+    deadline = time.monotonic() + 240
+    while len(_trainer_processes(setup["train_config"])) < 3:        # torchrun and its two ranks
+        assert time.monotonic() < deadline, server.logs(run_id)[-20:]
+        time.sleep(1)
+    server.post(f"/flow_runs/{run_id}/set_state", {"state": {"type": "CANCELLING"}, "force": True})
+    assert server.wait(run_id, 120)["state_type"] == "CANCELLED"
+    deadline = time.monotonic() + 60
+    while left := _trainer_processes(setup["train_config"]):
+        assert time.monotonic() < deadline, [process.info["cmdline"] for process in left]
+        time.sleep(1)
+
+
+def test_shutting_down_stops_every_process_it_started(server):
+    children = psutil.Process(server.process.pid).children(recursive=True)
+    started = {int(line.split("pid")[1]) for line in server.printed().splitlines() if " pid " in line}
+    groups = {child.pid for child in children} | started
+    assert len(started) == 6                                   # prefect, mlflow, scheduler, 2 workers, deployments
+    assert server.stop() == 0
+    time.sleep(1)
+    alive = [pid for pid in groups if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, alive
+    assert "stopped; stopping" in server.printed()
