@@ -98,7 +98,7 @@ def _run(recipe) -> int:
         print(f"    MLflow run:      {training['mlflow_run_id']}")
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
-    print(f"  browse it:       mlflow ui --backend-store-uri {result['mlflow_tracking_uri']}")
+    print(f"  browse it:       {result.get('mlflow_run_page') or 'mlflow ui --backend-store-uri ' + result['mlflow_tracking_uri']}")
     return 0
 
 

@@ -13,7 +13,8 @@ from flows.extract_stage import extract_stage_flow
 from flows.mixture_stage import mixture_stage_flow
 from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
-from flows.tracking import flatten, use_experiment
+from flows.run_summary import publish_run_summary
+from flows.tracking import flatten, run_page_url, use_experiment
 from flows.training_flow import training_flow
 from flows.training_inputs import training_config
 from storage.fs import local_path
@@ -32,6 +33,7 @@ def curation_flow(recipe: Recipe) -> dict:
         with dask_cluster(recipe.dask) as address:
             logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)
             stages = _data_stages(recipe, DaskTaskRunner(address=address))
+        publish_run_summary(recipe.name, stages, run.info.run_id, tracking)
         training = None
         if recipe.train.enabled and "mixture" in stages:     # after the Dask cluster is gone: the ranks get the cores
             training = training_flow(training_config(recipe, stages["tokenizer"], stages["mixture"], tracking,
@@ -39,6 +41,7 @@ def curation_flow(recipe: Recipe) -> dict:
             mlflow.set_tag("sluice.training_run", training["mlflow_run_id"])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
+            "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, run.info.run_id),
             "training": training}
 
 

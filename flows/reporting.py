@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 
 import mlflow
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.schema import Recipe
-from flows.tracking import stage_metrics
+from flows.tracking import artifact_url, stage_metrics
 from storage.manifest import Manifest
 
 TOP_REASONS = 4
@@ -47,16 +47,16 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
     stage = manifest.stage
     report = report or StageReport()
     for name, rows in report.tables.items():
-        create_table_artifact(key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-{_artifact_key(name)}", table=rows,
+        create_table_artifact(key=f"{artifact_key(recipe.name)}-{artifact_key(stage)}-{artifact_key(name)}", table=rows,
                               description=f"{stage}: {name} ({recipe.name})")
     if shard_results:
         create_table_artifact(
-            key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-shards",
+            key=f"{artifact_key(recipe.name)}-{artifact_key(stage)}-shards",
             table=[_shard_row(shard) for shard in shard_results],
             description=f"{stage}: per-shard statistics ({recipe.name})",
         )
     create_markdown_artifact(
-        key=f"{_artifact_key(recipe.name)}-{_artifact_key(stage)}-summary",
+        key=f"{artifact_key(recipe.name)}-{artifact_key(stage)}-summary",
         markdown=_summary_markdown(stage, manifest, manifest_url, cached) + "\n\n" + report.markdown,
         description=f"{stage}: stage summary ({recipe.name})",
     )
@@ -72,14 +72,25 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
         if report.markdown:
             mlflow.log_text(report.markdown, f"stages/{stage}/report.md")
         for name, rows in report.tables.items():
-            mlflow.log_text(json.dumps(rows, indent=2), f"stages/{stage}/{_artifact_key(name)}.json")
+            mlflow.log_text(json.dumps(rows, indent=2), f"stages/{stage}/{artifact_key(name)}.json")
         for path in report.files:
             mlflow.log_artifact(path, f"stages/{stage}")
+            _image_artifact(recipe.name, stage, path)
     return {"stage": stage, "fingerprint": manifest.fingerprint, "manifest": manifest_url,
             "digest": manifest.digest(), "cached": cached, "stats": stats}
 
 
-def _artifact_key(name: str) -> str:
+def _image_artifact(recipe_name: str, stage: str, path: str) -> None:
+    """A chart on the stage's flow-run page, when a tracking server can serve it to the browser."""
+    name = os.path.basename(path)
+    url = artifact_url(mlflow.get_tracking_uri(), mlflow.active_run().info.run_id, f"stages/{stage}/{name}")
+    if url and name.endswith(".png"):
+        create_image_artifact(image_url=url, key=f"{artifact_key(recipe_name)}-{artifact_key(stage)}-"
+                                                 f"{artifact_key(name.removesuffix('.png'))}",
+                              description=f"{stage}: {name} ({recipe_name})")
+
+
+def artifact_key(name: str) -> str:
     """Prefect artifact keys allow lowercase letters, digits and dashes only."""
     return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-") or "run"
 

@@ -76,7 +76,8 @@ def services(options: ServerOptions) -> list[Service]:
     found = [
         Service("prefect", [str(bin_dir / "prefect"), "server", "start", "--host", options.host,
                             "--port", str(options.prefect_port), "--analytics-off"],
-                f"{options.prefect_api_url}/health", common | {"PREFECT_HOME": str(state / "prefect")}),
+                f"{options.prefect_api_url}/health",
+                common | {"PREFECT_HOME": str(state / "prefect"), "PREFECT_UI_API_URL": options.prefect_api_url}),
         Service("mlflow", [str(bin_dir / "mlflow"), "server", "--host", options.host, "--port",
                            str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
                            options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
@@ -110,6 +111,7 @@ def busy_ports(options: ServerOptions) -> list[int]:
     busy = []
     for port in wanted:
         with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the servers do: TIME_WAIT is not busy
             try:
                 probe.bind((options.host, port))
             except OSError:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from urllib.parse import quote
 
 import mlflow
 
@@ -47,3 +48,17 @@ def stage_metrics(stage: str, stats: dict) -> dict[str, float]:
         metrics.update({f"{stage}.{group[:-1]}.{reason}": float(count)
                         for reason, count in stats.get(group, {}).items()})
     return metrics
+
+
+def served(uri: str) -> bool:
+    """A tracking server (its UI and artifact proxy reachable over HTTP), rather than a local store."""
+    return uri.startswith(("http://", "https://"))
+
+
+def run_page_url(uri: str, experiment_id: str, run_id: str) -> str | None:
+    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}" if served(uri) else None
+
+
+def artifact_url(uri: str, run_id: str, path: str) -> str | None:
+    """A browser URL of a run's artifact, served by the tracking server's artifact proxy."""
+    return f"{uri.rstrip('/')}/get-artifact?path={quote(path)}&run_uuid={run_id}" if served(uri) else None

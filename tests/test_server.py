@@ -22,6 +22,8 @@ pytestmark = pytest.mark.slow
 SEGMENT = "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/warc"
 MAPPED_TASKS = 1000
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"     # kept after the run (git-ignored)
+TRIGGERED: dict = {}                                       # the triggered run, for the browser test
 
 
 def _free_ports(count: int) -> list[int]:
@@ -57,10 +59,10 @@ def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
         many.append(f"{SEGMENT}/page-{index:05d}.warc.gz")
     many_listing = _listing(base / "many.paths.gz", many)
 
-    def curation(name: str, listing: str, limit: int | None) -> str:
+    def curation(name: str, listing: str, limit: int | None, dedup: bool) -> str:
         recipe = {"name": name, "store": str(base / "store"),
                   "input": {"listing": {"url": listing, "base_url": str(mirror), "limit": limit}, "source": "cc-test"},
-                  "dedup": {"enabled": False}, "quality": {"enabled": False}, "tokenizer": {"enabled": False},
+                  "dedup": {"enabled": dedup}, "quality": {"enabled": False}, "tokenizer": {"enabled": False},
                   "mlflow": {"experiment": f"server-{name}"}}
         path = base / f"{name}.yaml"
         path.write_text(yaml.safe_dump(recipe))
@@ -72,8 +74,8 @@ def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
              "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 2}}
     (base / "train.yaml").write_text(yaml.safe_dump(train))
     deployments = {"deployments": [
-        {"name": "tick", "flow": "curation", "recipe": curation("tick", crawl, 1), "interval_s": 10, "tags": ["test"]},
-        {"name": "many", "flow": "curation", "recipe": curation("many", many_listing, None)},
+        {"name": "tick", "flow": "curation", "recipe": curation("tick", crawl, 1, dedup=True), "interval_s": 10, "tags": ["test"]},
+        {"name": "many", "flow": "curation", "recipe": curation("many", many_listing, None, dedup=False)},
         {"name": "train", "flow": "train", "recipe": str(base / "train.yaml")},
     ]}
     (base / "deployments.yaml").write_text(yaml.safe_dump(deployments))
@@ -89,7 +91,11 @@ class Server:
         self.args = ["--prefect-port", str(self.ports["prefect"]), "--mlflow-port", str(self.ports["mlflow"]),
                      "--dask-port", str(self.ports["dask"]), "--dask-dashboard-port", str(self.ports["dashboard"]),
                      "--dask-workers", "2", "--deployments", setup["deployments"]]
-        self.env = os.environ | {"SLUICE_STATE_DIR": str(self.state), "PYTHONPATH": str(ROOT)}
+        self.env = os.environ | {"SLUICE_STATE_DIR": str(self.state), "PYTHONPATH": str(ROOT),
+                                 # shorter waits than the defaults (10 s, 30 s): the runner's polls, and a run
+                                 # held back by the concurrency limit before it asks again
+                                 "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+                                 "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "4"}
         self.output = open(setup["base"] / "server.out", "w+")
         self.process = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", *self.args], cwd=ROOT,
                                         env=self.env, stdout=self.output, stderr=subprocess.STDOUT)
@@ -112,7 +118,7 @@ class Server:
 
     def post(self, path: str, body: dict | None = None):
         response = self.api.post(path, json=body or {})
-        response.raise_for_status()
+        assert response.is_success, f"POST {path}: {response.status_code} {response.text[:2000]}"
         return response.json() if response.content else None
 
     def deployments(self) -> dict[str, dict]:
@@ -214,6 +220,44 @@ def test_a_run_triggered_with_changed_parameters_logs_to_the_mlflow_server(serve
     assert logged.data.params["input.listing.limit"] == "2"
     assert run["parameters"]["recipe"]["input"]["listing"]["limit"] == 2
     assert "recipe.yaml" in [entry.path for entry in client.list_artifacts(logged.info.run_id)]   # served artifacts
+    TRIGGERED.update(flow_run=run, mlflow_run=logged)
+
+
+def test_a_browser_finds_the_runs_artifacts_and_metrics_in_both_uis(server):
+    """Headless chromium renders the Prefect flow-run page (its artifacts, and the summary's charts served by the
+    MLflow server) and the MLflow run page (metrics, then the artifacts tab); screenshots are kept."""
+    from browser import Browser          # tests/browser.py (pytest puts tests/ on the path)
+
+    run, logged = TRIGGERED["flow_run"], TRIGGERED["mlflow_run"]
+    prefect_ui, shots = f"http://127.0.0.1:{server.ports['prefect']}", SCREENSHOTS
+    browser = Browser()
+    try:
+        browser.open(f"{prefect_ui}/runs/flow-run/{run['id']}")
+        browser.wait_for_text([run["name"], "Completed", "Artifacts"])
+        browser.click_text("Artifacts")
+        browser.wait_for_text(["triggered-stages", "triggered-summary"])
+        browser.screenshot(shots / "prefect-flow-run-artifacts.png")
+        (summary,) = [found for found in server.post("/artifacts/filter", {"artifacts": {
+            "flow_run_id": {"any_": [run["id"]]}, "key": {"any_": ["triggered-summary"]}}})]
+        browser.open(f"{prefect_ui}/artifacts/artifact/{summary['id']}")
+        browser.wait_for_text(["MLflow run", "stages/dedup/cluster_sizes.png"])
+        deadline = time.monotonic() + 30
+        while browser.loaded_images("get-artifact") < 1:             # the chart, fetched from the MLflow server
+            assert time.monotonic() < deadline, "the summary's chart did not load"
+            time.sleep(0.5)
+        browser.screenshot(shots / "prefect-run-summary.png")
+
+        experiment = logged.info.experiment_id
+        browser.open(f"{server.mlflow_url}/#/experiments/{experiment}/runs/{logged.info.run_id}")
+        documents = int(logged.data.metrics["extract.documents_out"])
+        text = browser.wait_for_text(["extract.documents_out", "sluice.recipe", "triggered"])
+        assert f"extract.documents_out\n{documents}" in text
+        browser.screenshot(shots / "mlflow-run-overview.png")
+        browser.open(f"{server.mlflow_url}/#/experiments/{experiment}/runs/{logged.info.run_id}/artifacts")
+        browser.wait_for_text(["recipe.yaml", "stages"])
+        browser.screenshot(shots / "mlflow-run-artifacts.png")
+    finally:
+        browser.close()
 
 
 def test_two_runs_of_one_recipe_at_once_take_turns(server):
