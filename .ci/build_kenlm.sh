@@ -15,12 +15,8 @@ if [ -x "$venv/bin/lmplz" ] && [ -x "$venv/bin/build_binary" ]; then
 fi
 if [ ! -f /usr/include/boost/program_options.hpp ] || ! command -v cmake >/dev/null; then
   echo "[kenlm] installing cmake and Boost from apt"
-  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends cmake libboost-program-options-dev \
-    libboost-system-dev libboost-thread-dev libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev >/dev/null \
-    || { "${sudo_cmd[@]}" apt-get update -qq >/dev/null && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends \
-         cmake libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-test-dev \
-         zlib1g-dev libbz2-dev liblzma-dev >/dev/null; }
+  bash "$(dirname "$0")/apt_install.sh" cmake libboost-program-options-dev libboost-system-dev \
+    libboost-thread-dev libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -24,6 +24,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flows.processes import kill_process_group
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -164,7 +166,7 @@ class Supervisor:
     def stop(self, grace_s: float = 15.0) -> None:
         self.stopping.set()
         for service in reversed(self.started):
-            _stop_group(service.process, grace_s)
+            kill_process_group(service.process.pid, grace_s, reap=service.process.poll)
         self.started = []
 
     def _wait_healthy(self, service: Service, log: Path, timeout_s: float) -> None:
@@ -187,23 +189,6 @@ def _answers(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
-
-
-def _stop_group(process: subprocess.Popen, grace_s: float) -> None:
-    """SIGTERM the process group, SIGKILL it after `grace_s`; the group goes even when its leader has exited."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            process.poll()
-            try:
-                os.killpg(process.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.2)
 
 
 def _tail(path: Path, lines: int = 30) -> str:

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import psutil
 import yaml
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from configs.training import TrainingConfig
+from flows.processes import kill_process_group
 from training.metrics import RUN_RECORD
 
 ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: which process group runs the trainer
 _RUNNING: dict[str, subprocess.Popen] = {}     # flow run id -> its torchrun, for the cancel / crash hooks
 
 
@@ -37,24 +39,32 @@ def torchrun_command(config_path: str, processes: int) -> list[str]:
 
 def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
     """SIGTERM the whole process group (torchrun and its ranks), SIGKILL what is left after `grace_s`."""
-    if process.poll() is not None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    if process.poll() is None:
+        kill_process_group(process.pid, grace_s, reap=process.poll)
 
 
-def _kill_on_hook(flow, run, state) -> None:
-    process = _RUNNING.pop(str(run.id), None)
+def _kill_on_hook(flow, flow_run, state) -> None:
+    """On cancel or crash. In the flow-run process the trainer is in `_RUNNING`; when the hook runs in another
+    process (a deployment's runner runs it after killing the flow-run process), the launcher record beside the
+    checkpoints names the process group, and it is killed if it is still that run's torchrun."""
+    process = _RUNNING.pop(str(flow_run.id), None)
     if process is not None:
         kill_group(process)
+        return
+    checkpoint_dir = ((flow_run.parameters or {}).get("config") or {}).get("checkpoint", {}).get("dir")
+    record = os.path.join(checkpoint_dir, LAUNCHER_RECORD) if checkpoint_dir else None
+    if record and os.path.exists(record):
+        with open(record) as handle:
+            launched = json.load(handle)
+        if launched["flow_run_id"] == str(flow_run.id) and _is_torchrun(launched["pgid"]):
+            kill_process_group(launched["pgid"])
+
+
+def _is_torchrun(pid: int) -> bool:
+    try:
+        return "torch.distributed.run" in " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return False
 
 
 @flow(name="sluice-train", log_prints=True, retries=1, retry_delay_seconds=2,
@@ -72,6 +82,8 @@ def training_flow(config: TrainingConfig) -> dict:
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
     _RUNNING[str(flow_run.id)] = process
+    with open(os.path.join(config.checkpoint.dir, LAUNCHER_RECORD), "w") as handle:
+        json.dump({"flow_run_id": str(flow_run.id), "pgid": process.pid}, handle)
     timer = threading.Timer(config.timeout_s, kill_group, args=(process,)) if config.timeout_s else None
     last: dict = {}
     try:

@@ -79,7 +79,8 @@ def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
         {"name": "train", "flow": "train", "recipe": str(base / "train.yaml")},
     ]}
     (base / "deployments.yaml").write_text(yaml.safe_dump(deployments))
-    return {"base": base, "deployments": str(base / "deployments.yaml"), "train_config": base / "checkpoints" / "train.yaml"}
+    return {"base": base, "deployments": str(base / "deployments.yaml"), "train_config": base / "checkpoints" / "train.yaml",
+            "cli_recipe": curation("cli", many_listing, 3, dedup=False)}
 
 
 class Server:
@@ -277,6 +278,17 @@ def test_a_thousand_mapped_tasks_complete_on_the_external_cluster(server):
                                                             "name": {"like_": "extract"}},
                                               "flow_runs": {"id": {"any_": [subflow["id"] for subflow in subflows]}}})
     assert mapped >= MAPPED_TASKS, (tasks, mapped)
+
+
+def test_sluice_run_uses_an_external_cluster_and_the_servers(server, setup):
+    env = server.env | {"PREFECT_API_URL": f"http://127.0.0.1:{server.ports['prefect']}/api",
+                        "MLFLOW_TRACKING_URI": server.mlflow_url}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", setup["cli_recipe"], "--dask-address",
+                           f"tcp://127.0.0.1:{server.ports['dask']}"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"Dask scheduler tcp://127.0.0.1:{server.ports['dask']}" in done.stdout + done.stderr
+    assert f"browse it:       {server.mlflow_url}/#/experiments/" in done.stdout
 
 
 def _trainer_processes(config: Path) -> list[psutil.Process]:
