@@ -79,7 +79,8 @@ def services(options: ServerOptions) -> list[Service]:
         Service("prefect", [str(bin_dir / "prefect"), "server", "start", "--host", options.host,
                             "--port", str(options.prefect_port), "--analytics-off"],
                 f"{options.prefect_api_url}/health",
-                common | {"PREFECT_HOME": str(state / "prefect"), "PREFECT_UI_API_URL": options.prefect_api_url}),
+                common | {"PREFECT_HOME": str(state / "prefect"), # the URL the UI's browser code calls; set it yourself behind a proxy or for --host 0.0.0.0
+                          "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL", options.prefect_api_url)}),
         Service("mlflow", [str(bin_dir / "mlflow"), "server", "--host", options.host, "--port",
                            str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
                            options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
