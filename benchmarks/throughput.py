@@ -34,7 +34,6 @@ import subprocess
 import sys
 import threading
 import re
-import resource
 import tempfile
 import time
 import zlib
@@ -839,8 +838,8 @@ def markdown(report: dict) -> str:
         f"- corpus: `{corpus['path']}` ({corpus['origin']}): {corpus['files']} files, {corpus['bytes'] / 1e6:.1f} MB, "
         f"{corpus['responses']} responses, **{corpus['html_responses']} HTML responses** "
         f"({corpus['html_2xx']} with 2xx); truncated gzip tail: {', '.join(corpus['truncated_gzip_files']) or 'none'}",
-        f"- docs/s = HTML responses / seconds for every row (one numerator, counted with FastWARC); "
-        f"MB/s = compressed WARC bytes / seconds; per core = divided by the worker processes.",
+        "- docs/s = HTML responses / seconds for every row (one numerator, counted with FastWARC); "
+        "MB/s = compressed WARC bytes / seconds; per core = divided by the worker processes.",
         f"- versions: {', '.join(f'{k} {v}' for k, v in machine['versions'].items())}", "",
         "| run | seconds | docs/s | docs/s per core | WARC MB/s | MB/s per core | CPU s | docs per CPU s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",

@@ -8,8 +8,6 @@ are kept too. ARC files go through warcio, which converts them to WARC records.
 """
 from __future__ import annotations
 
-import gzip
-import io
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
