@@ -118,7 +118,11 @@ class Server:
             time.sleep(1)
 
     def post(self, path: str, body: dict | None = None):
-        response = self.api.post(path, json=body or {})
+        for _ in range(3):       # SQLite under a busy server can answer 5xx ("database is locked"): ask again
+            response = self.api.post(path, json=body or {})
+            if response.status_code < 500:
+                break
+            time.sleep(1)
         assert response.is_success, f"POST {path}: {response.status_code} {response.text[:2000]}"
         return response.json() if response.content else None
 
