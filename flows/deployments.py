@@ -47,12 +47,12 @@ def default_parameters(spec: DeploymentSpec) -> dict:
 
 
 def runner_deployment(spec: DeploymentSpec):
+    from prefect.client.schemas.schedules import CronSchedule
+
     from flows.curation import curation_flow
     from flows.training_flow import training_flow
 
     flow = {"curation": curation_flow, "train": training_flow}[spec.flow]
-    from prefect.client.schemas.schedules import CronSchedule
-
     schedule = {}
     if spec.cron:
         schedule = {"schedule": CronSchedule(cron=spec.cron, timezone=spec.timezone)}
