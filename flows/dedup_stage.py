@@ -25,7 +25,7 @@ def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
     """Deduplicate the documents of `parent` (a stage summary, e.g. extraction's)."""
     config = recipe.dedup
     spec = StageSpec(name=STAGE, config=config.model_dump(mode="json"), parents=[parent_of(parent)],
-                     code_packages=("tasks.dedup", "tasks.stats", "tasks.resumable", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         logger = get_run_logger()

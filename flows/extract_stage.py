@@ -30,7 +30,7 @@ def extract_stage_flow(recipe: Recipe) -> dict:
     model_identities = [file_fingerprint(path) for path in (lid_model, *extract_config.url_filter.blocklist_files)]
     spec = StageSpec(name=STAGE, config=extract_config.model_dump(mode="json") | {"source": recipe.input.source},
                      parents=input_identities + model_identities,
-                     code_packages=("tasks.extract", "tasks.stats", "tasks.resumable", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         jobs = [ShardJob(url, stage.path("shards", f"{_shard_name(url)}.parquet"), recipe.input.source, lid_model,

@@ -20,7 +20,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: dict, documents: dict, vocab_size
     config = recipe.mixture
     spec = StageSpec(name="mixture", config=config.model_dump(mode="json") | {"vocab_size": vocab_size},
                      parents=[parent_of(tokens), parent_of(documents)],
-                     code_packages=("tasks.mixture", "tasks.tokenize", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         # each token shard's manifest entry names the document shard it was made from

@@ -64,7 +64,7 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
                         if classifier else [])
     spec = StageSpec(name="quality_models", config=model_config,
                      parents=[parent_of(raw_documents)] + _file_identities(reference_paths + classifier_paths),
-                     code_packages=("tasks.quality", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         models_dir = stage.stage_dir
@@ -100,7 +100,7 @@ def quality_scores_stage_flow(recipe: Recipe, documents: dict, models: dict) -> 
                "kenlm": config.kenlm.enabled, "classifier": config.classifier.enabled}
     spec = StageSpec(name="quality_scores", config=scoring,
                      parents=[parent_of(documents), parent_of(models)] + _file_identities([config.bad_words_dir]),
-                     code_packages=("tasks.quality", "tasks.stats", "tasks.resumable", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         models_dir = models["manifest"].rsplit("/", 1)[0]
@@ -122,7 +122,7 @@ def quality_filter_stage_flow(recipe: Recipe, scores: dict) -> dict:
     spec = StageSpec(name="quality_filter",
                      config={"filter": thresholds.model_dump(mode="json"),
                              "bucket_percentiles": list(config.kenlm.bucket_percentiles)},
-                     parents=[parent_of(scores)], code_packages=("tasks.quality", "tasks.stats", "storage"))
+                     parents=[parent_of(scores)], code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = parent_shard_urls(scores)

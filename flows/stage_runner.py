@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Sequence
 
 from prefect import get_run_logger
@@ -18,7 +19,8 @@ from prefect.futures import as_completed
 from configs.schema import Recipe
 from flows.reporting import StageReport, publish_stage_report
 from storage.manifest import Manifest, ShardEntry
-from storage.stage_store import StageStore, source_digest, stage_fingerprint
+from storage.code_version import code_version
+from storage.stage_store import StageStore, stage_fingerprint
 from tasks.stats import StageStats
 
 
@@ -28,11 +30,12 @@ class StageSpec:
     name: str
     config: dict                 # JSON-able; part of the fingerprint and the manifest
     parents: list[dict]          # input-file identities, or `parent_of(...)` of upstream stage results
-    code_packages: tuple[str, ...]
+    code_root: str               # the flow module that defines the stage (`__name__`); its imports are followed
 
-    @property
+    @cached_property
     def code_version(self) -> str:
-        return source_digest(*self.code_packages)
+        """Derived from what the stage's module imports, transitively (see storage.code_version)."""
+        return code_version(self.code_root)
 
     @property
     def fingerprint(self) -> str:

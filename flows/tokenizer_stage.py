@@ -23,7 +23,7 @@ MODEL_NAME = "tokenizer.model"
 def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
     config = recipe.tokenizer
     spec = StageSpec(name="tokenizer", config=config.model_dump(mode="json"), parents=[parent_of(documents)],
-                     code_packages=("tasks.tokenize", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = parent_shard_urls(documents)
@@ -48,7 +48,7 @@ def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
 @flow(name="tokenize", log_prints=True)
 def tokenize_stage_flow(recipe: Recipe, documents: dict, tokenizer: dict) -> dict:
     spec = StageSpec(name="tokenize", config={}, parents=[parent_of(documents), parent_of(tokenizer)],
-                     code_packages=("tasks.tokenize", "tasks.stats", "tasks.resumable", "storage"))
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         model_path = f"{tokenizer['manifest'].rsplit('/', 1)[0]}/{MODEL_NAME}"

@@ -7,7 +7,6 @@ published by atomic rename before it and the manifest is written last.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 from fsspec.core import url_to_fs
 
@@ -19,24 +18,6 @@ FINGERPRINT_LENGTH = 16
 def stage_fingerprint(stage: str, config: dict, inputs: object, code_version: str) -> str:
     payload = canonical_json({"stage": stage, "config": config, "inputs": inputs, "code": code_version})
     return hashlib.sha256(payload.encode()).hexdigest()[:FINGERPRINT_LENGTH]
-
-
-def source_digest(*packages: str) -> str:
-    """Code version of a stage: a hash of its modules' source, so editing the logic invalidates old outputs.
-
-    Each name is a package (all its modules) or a single module."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for package in packages:
-        location = root / package.replace(".", "/")
-        module = location.with_suffix(".py")
-        sources = [module] if module.is_file() else sorted(location.rglob("*.py"))
-        if not sources:
-            raise FileNotFoundError(f"source_digest: no module or package named {package!r} under {root}")
-        for source in sources:
-            digest.update(source.relative_to(root).as_posix().encode())
-            digest.update(source.read_bytes())
-    return digest.hexdigest()[:FINGERPRINT_LENGTH]
 
 
 class StageStore:

@@ -1,0 +1,138 @@
+"""A stage's code version, derived from what its code imports rather than listed by hand.
+
+Starting from a stage's root modules, the project modules they import are followed transitively by reading
+their source (nothing is imported). The version hashes the source of every module reached, the package
+`__init__` files that importing them runs, the installed version of every third-party distribution those modules
+import, and the Python minor version. Editing a module a stage reaches, or upgrading a library it imports,
+gives the stage a new fingerprint, so the store never serves output that the current code would not produce.
+
+`flows.*` modules other than the roots are not followed: that layer schedules and reports the work (stage
+runner, MLflow, Prefect artifacts); what a stage computes lives in `tasks/`, `storage/`, `training/` and
+`configs/`.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+NOT_FOLLOWED = ("flows",)          # the orchestration layer (see the module docstring)
+DIGEST_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class CodeClosure:
+    """The project modules a stage reaches and the third-party distributions they import, with versions."""
+    modules: tuple[str, ...]
+    libraries: tuple[tuple[str, str], ...]     # (distribution, version), sorted
+
+    def digest(self, root: Path = PROJECT_ROOT) -> str:
+        digest = hashlib.sha256(f"python {sys.version_info.major}.{sys.version_info.minor}\n".encode())
+        for module in self.modules:
+            path = module_path(module, root)
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+        for name, version in self.libraries:
+            digest.update(f"{name}=={version}\n".encode())
+        return digest.hexdigest()[:DIGEST_LENGTH]
+
+
+def code_version(*roots: str, root: Path = PROJECT_ROOT) -> str:
+    """The code version of a stage whose work is done by the modules `roots` (dotted names)."""
+    return code_closure(*roots, root=root).digest(root)
+
+
+def code_closure(*roots: str, root: Path = PROJECT_ROOT) -> CodeClosure:
+    project = _project_packages(root)
+    seen: set[str] = set()
+    third_party: set[str] = set()
+    pending = list(roots)
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        path = module_path(module, root)
+        if path is None:
+            raise ModuleNotFoundError(f"code version: no module {module!r} under {root}")
+        seen.add(module)
+        for imported in _imports(module, path):
+            top = imported.split(".")[0]
+            if top in project:
+                found = _existing_module(imported, root) if top not in NOT_FOLLOWED else ""
+                pending.extend([found, *_with_parents(found)] if found else [])
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                third_party.add(top)
+        pending.extend(parent for parent in _with_parents(module) if parent.split(".")[0] not in NOT_FOLLOWED)
+    return CodeClosure(modules=tuple(sorted(seen)), libraries=tuple(sorted(_distribution_versions(third_party))))
+
+
+def module_path(module: str, root: Path = PROJECT_ROOT) -> Path | None:
+    """The source file of a dotted project module (a package's `__init__.py`), or None."""
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _project_packages(root: Path) -> set[str]:
+    return {path.parent.name for path in root.glob("*/__init__.py")}
+
+
+def _imports(module: str, path: Path) -> list[str]:
+    """Every module name `path` imports, absolute. `from a import b` yields `a.b` too, since b may be a module."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve_relative(package, node.module, node.level)
+            names.append(base)
+            names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+def _resolve_relative(package: str, name: str | None, level: int) -> str:
+    if level == 0:
+        return name or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def _existing_module(name: str, root: Path) -> str:
+    """`a.b.c` if it is a module, else the longest prefix that is (`from a.b import function` names `a.b.function`)."""
+    parts = name.split(".")
+    while parts and module_path(".".join(parts), root) is None:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _with_parents(module: str) -> list[str]:
+    """Importing `a.b.c` runs `a/__init__.py` and `a/b/__init__.py` first."""
+    parts = module.split(".")
+    return [".".join(parts[:index]) for index in range(1, len(parts))]
+
+
+@lru_cache(maxsize=1)
+def _distributions_by_module() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
+
+
+def _distribution_versions(top_level_modules: set[str]) -> set[tuple[str, str]]:
+    """(distribution, version) of each imported top-level module; a module that is not installed (an optional
+    import) counts as absent, so installing it later changes the version too."""
+    versions: set[tuple[str, str]] = set()
+    for module in top_level_modules:
+        distributions = _distributions_by_module().get(module)
+        if not distributions:
+            versions.add((module, "absent"))
+        for distribution in distributions or ():
+            versions.add((distribution, metadata.version(distribution)))
+    return versions

@@ -1,0 +1,89 @@
+"""Stage code versions are derived from what a stage imports: editing a module a stage reaches changes that
+stage's version and no other, and so does a different version of a library it imports."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from storage import code_version as cv
+
+PROJECT = Path(__file__).resolve().parents[1]
+STAGE_MODULES = {"extract": "flows.extract_stage", "dedup": "flows.dedup_stage", "quality": "flows.quality_stage",
+                 "tokenizer": "flows.tokenizer_stage", "mixture": "flows.mixture_stage"}
+
+
+@pytest.fixture()
+def project_copy(tmp_path) -> Path:
+    for package in ("configs", "flows", "storage", "tasks", "training"):
+        shutil.copytree(PROJECT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _versions(root: Path) -> dict[str, str]:
+    return {stage: cv.code_version(module, root=root) for stage, module in STAGE_MODULES.items()}
+
+
+@pytest.mark.parametrize("edited", ["tasks/dedup/minhash.py", "configs/dedup.py", "configs/tokenizer.py",
+                                    "tasks/extract/html_text.py", "storage/token_shard.py", "tasks/charts.py",
+                                    "tasks/quality/words.py"])
+def test_editing_a_module_changes_exactly_the_stages_that_reach_it(project_copy, edited):
+    module = edited.removesuffix(".py").replace("/", ".")
+    reaching = {stage for stage, root in STAGE_MODULES.items()
+                if module in cv.code_closure(root, root=project_copy).modules}
+    before = _versions(project_copy)
+    with open(project_copy / edited, "a") as handle:
+        handle.write("\n# an edit\n")
+    after = _versions(project_copy)
+    assert {stage for stage in STAGE_MODULES if before[stage] != after[stage]} == reaching
+    assert reaching, f"{edited} is reached by no stage"
+
+
+def test_the_closures_include_the_imports_that_hand_lists_missed():
+    # tasks/quality/words.py imports configs.dedup and tasks/tokenize/encode.py imports configs.tokenizer.
+    assert "configs.dedup" in cv.code_closure("flows.quality_stage").modules
+    assert "configs.tokenizer" in cv.code_closure("flows.tokenizer_stage").modules
+    # the dedup code is not part of extraction, and the orchestration layer is not followed
+    extract = cv.code_closure("flows.extract_stage").modules
+    assert "tasks.dedup.minhash" not in extract
+    assert not [module for module in extract if module.startswith("flows.") and module != "flows.extract_stage"]
+
+
+def test_library_versions_are_part_of_the_code_version(tmp_path, monkeypatch):
+    """A small project whose stage imports an installed library (a real dist-info on sys.path): a new version of
+    the library changes the stage's version; a stage that does not import it keeps its version."""
+    project = tmp_path / "project"
+    (project / "tasks" / "sub").mkdir(parents=True)
+    (project / "tasks" / "__init__.py").write_text("")
+    (project / "tasks" / "sub" / "__init__.py").write_text("")
+    (project / "tasks" / "sub" / "work.py").write_text("from . import helper\nimport sluicetestlib\n")
+    (project / "tasks" / "sub" / "helper.py").write_text("from ..plain import VALUE\n")
+    (project / "tasks" / "plain.py").write_text("import json\nVALUE = 1\n")
+    site = tmp_path / "site"
+    (site / "sluicetestlib").mkdir(parents=True)
+    (site / "sluicetestlib" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+
+    def install(version: str) -> dict[str, str]:
+        for old in site.glob("*.dist-info"):
+            shutil.rmtree(old)
+        info = site / f"sluicetestlib-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sluicetestlib\nVersion: {version}\n")
+        (info / "top_level.txt").write_text("sluicetestlib\n")
+        cv._distributions_by_module.cache_clear()
+        return {root: cv.code_version(root, root=project) for root in ("tasks.sub.work", "tasks.plain")}
+
+    closure = cv.code_closure("tasks.sub.work", root=project)
+    assert set(closure.modules) == {"tasks", "tasks.sub", "tasks.sub.work", "tasks.sub.helper", "tasks.plain"}
+    first, second = install("1.0"), install("2.0")
+    cv._distributions_by_module.cache_clear()
+    assert ("sluicetestlib", "2.0") in cv.code_closure("tasks.sub.work", root=project).libraries
+    assert first["tasks.sub.work"] != second["tasks.sub.work"]
+    assert first["tasks.plain"] == second["tasks.plain"]
+
+
+def test_an_unknown_root_is_an_error(project_copy):
+    with pytest.raises(ModuleNotFoundError, match="tasks.nothing"):
+        cv.code_version("tasks.nothing", root=project_copy)
