@@ -114,6 +114,9 @@ class KenlmConfig(StrictModel):
     bucket_percentiles: tuple[float, float] = Field((33.3, 66.6), description=(
         "head / middle / tail cut points by perplexity percentile per language (CCNet's thirds)"))
     bin_dir: str | None = Field(None, description="where lmplz and build_binary are; default: beside python, then PATH")
+    heldout_ngrams: str | None = Field(None, description=(
+        "an evaluation suite's n-gram file (set by an ablation): reference lines sharing an n-gram with it are "
+        "left out of training, and counted"))
 
 
 class ClassifierConfig(StrictModel):
@@ -138,6 +141,9 @@ class ClassifierConfig(StrictModel):
     evaluation_negatives: list[str] = Field(default_factory=lambda: [
         "{data_dir}/quality_labelled/cs336_fixtures/low_quality_cc.txt", "{data_dir}/quality_labelled/nltk_webtext"])
     seed: int = Field(0, ge=0)
+    heldout_ngrams: str | None = Field(None, description=(
+        "an evaluation suite's n-gram file (set by an ablation): reference lines sharing an n-gram with it are "
+        "left out of training, and counted"))
 
 
 class QualityConfig(StrictModel):

@@ -61,6 +61,9 @@ class EvalSpec(StrictModel):
     batches: int = Field(4, ge=1, description="micro-batches per evaluation, per rank")
     prompts: list[str] = Field(default_factory=lambda: ["The history of", "In the year", "Die Stadt"])
     sample_tokens: int = Field(24, ge=1)
+    suite: str | None = Field(None, description=(
+        "an evaluation suite file (suite.jsonl, made by an ablation): exact bits per byte per domain at every "
+        "evaluation, as `suite_bpb/<domain>` and `suite_bpb/macro` (needs data.tokenizer)"))
 
 
 class SpikeSpec(StrictModel):
@@ -110,6 +113,8 @@ class TrainingConfig(StrictModel):
     def _length_given_once(self) -> "TrainingConfig":
         if self.steps is not None and self.tokens is not None:
             raise ValueError("give exactly one of `steps` and `tokens`")
+        if self.eval.suite and not self.data.tokenizer:
+            raise ValueError("eval.suite needs data.tokenizer: the suite's texts are tokenized with it")
         return self
 
 

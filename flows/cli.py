@@ -1,5 +1,5 @@
-"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, and
-start the long-running services (`sluice server`)."""
+"""The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
+compare ablations, and start the long-running services (`sluice server`)."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     train = commands.add_parser("train", help="train on token shards as a Prefect flow (torchrun underneath)")
     train.add_argument("config", type=Path, help="a training config with data.train set")
 
+    ablate = commands.add_parser("ablate", help="train one model on several data recipes and seeds, compare them")
+    ablate.add_argument("ablation", type=Path, help="an ablation file (configs/ablation.yaml)")
+
+    compare = commands.add_parser("compare", help="print a finished ablation's comparison from MLflow")
+    compare.add_argument("run_id", help="the ablation's parent MLflow run id")
+    compare.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
+
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--prefect-port", type=int, default=4200)
@@ -57,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         return _plan(args)
     if args.command == "train":
         return _train(args)
+    if args.command == "ablate":
+        return _ablate(args)
+    if args.command == "compare":
+        return _compare(args)
     from configs.schema import RecipeError, load_recipe, parse_recipe
 
     try:
@@ -131,6 +142,43 @@ def _train(args) -> int:
         print(f"{args.config}: data.train lists no token shards", file=sys.stderr)
         return 2
     print(json.dumps(training_flow(config), indent=2))
+    return 0
+
+
+def _ablate(args) -> int:
+    from configs.ablation import load_ablation
+    from configs.schema import RecipeError
+    from flows.ablation import ablation_flow, budget_figures
+
+    try:
+        ablation = load_ablation(args.ablation)
+        budget_figures(ablation)
+    except RecipeError as error:
+        print(error, file=sys.stderr)
+        return 2
+    result = ablation_flow(ablation)
+    print()
+    print(result["markdown"])
+    print()
+    print(f"charts:      {', '.join(result['charts'])}")
+    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']}); "
+          f"`sluice compare {result['mlflow_run_id']}` prints the table again")
+    return 0
+
+
+def _compare(args) -> int:
+    import mlflow
+
+    from flows.ablation_report import comparison, comparison_text
+    from flows.tracking import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri(None))
+    try:
+        table = comparison(args.run_id)
+    except (ValueError, mlflow.exceptions.MlflowException) as error:
+        print(f"sluice compare {args.run_id}: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(table, indent=2) if args.json else comparison_text(table))
     return 0
 
 

@@ -47,18 +47,8 @@ def curation_flow(recipe: Recipe) -> dict:
 
 def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
     """Extract, dedup, quality, tokenizer + tokenize and mixture, as the recipe enables them, on one cluster."""
-    stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
-    if recipe.dedup.enabled:
-        stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
-    documents = stages.get("dedup", stages["extract"])
-    if recipe.quality.enabled:
-        stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
-            recipe, stages["extract"])
-        stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
-            recipe, documents, stages["quality_models"])
-        stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
-            recipe, stages["quality_scores"])
-        documents = stages["quality_filter"]
+    stages = document_stages(recipe, runner)
+    documents = final_documents(stages)
     if recipe.tokenizer.enabled:
         stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
         stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
@@ -68,3 +58,23 @@ def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
             stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
                 recipe, stages["tokenize"], documents, vocab_size)
     return stages
+
+
+def document_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
+    """The stages that make documents: extract, then dedup and quality as the recipe enables them."""
+    stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
+    if recipe.dedup.enabled:
+        stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
+    if recipe.quality.enabled:
+        stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
+            recipe, stages["extract"])
+        stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
+            recipe, final_documents(stages), stages["quality_models"])
+        stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
+            recipe, stages["quality_scores"])
+    return stages
+
+
+def final_documents(stages: dict) -> dict:
+    """The last document stage that ran: quality filter, else dedup, else extraction."""
+    return next(stages[name] for name in ("quality_filter", "dedup", "extract") if name in stages)

@@ -12,7 +12,7 @@ from configs.schema import DaskConfig
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
 # first task of a stage does not pay for importing Prefect's task engine and the extraction libraries.
 WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "tasks.tokenize.task",
-                  "tasks.mixture.task", "tasks.quality.task")
+                  "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task")
 
 
 @contextmanager

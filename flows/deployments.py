@@ -18,17 +18,10 @@ from pathlib import Path
 
 import yaml
 
+from configs.base import merged
 from configs.deployments import DeploymentSpec, load_deployments
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def merged(base: dict, overrides: dict) -> dict:
-    """`overrides` laid over `base`, mappings merged key by key, anything else replaced."""
-    out = dict(base)
-    for key, value in overrides.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
 
 
 def default_parameters(spec: DeploymentSpec) -> dict:
@@ -39,20 +32,38 @@ def default_parameters(spec: DeploymentSpec) -> dict:
     raw = merged(yaml.safe_load((ROOT / spec.recipe).read_text()), spec.overrides)
     if spec.flow == "train":
         return {"config": TrainingConfig.model_validate(raw).model_dump(mode="json")}
-    recipe = parse_recipe(raw, origin=spec.recipe)
     dask_address = os.environ.get("SLUICE_DASK_ADDRESS")
+    if spec.flow == "ablation":
+        return {"ablation": _ablation_parameters(raw, spec, dask_address)}
+    recipe = parse_recipe(raw, origin=spec.recipe)
     if dask_address and not recipe.dask.address:
         recipe = recipe.model_copy(update={"dask": recipe.dask.model_copy(update={"address": dask_address})})
     return {"recipe": recipe.model_dump(mode="json")}
 
 
+def _ablation_parameters(raw: dict, spec: DeploymentSpec, dask_address: str | None) -> dict:
+    """The ablation with its base recipe inlined, so the run form holds everything; the external Dask cluster
+    unless the ablation or its base names a scheduler."""
+    from configs.ablation import parse_ablation
+
+    ablation = parse_ablation(raw | {"origin": str((ROOT / spec.recipe).parent)}, origin=spec.recipe)
+    base = ablation.base_recipe()
+    named = (ablation.dask.address if ablation.dask else None) or base.get("dask", {}).get("address")
+    if dask_address and not named:
+        base["dask"] = base.get("dask", {}) | {"address": dask_address}
+        if ablation.dask:
+            ablation = ablation.model_copy(update={"dask": ablation.dask.model_copy(update={"address": dask_address})})
+    return ablation.model_copy(update={"base": base, "origin": str(ROOT)}).model_dump(mode="json")
+
+
 def runner_deployment(spec: DeploymentSpec):
     from prefect.client.schemas.schedules import CronSchedule
 
+    from flows.ablation import ablation_flow
     from flows.curation import curation_flow
     from flows.training_flow import training_flow
 
-    flow = {"curation": curation_flow, "train": training_flow}[spec.flow]
+    flow = {"curation": curation_flow, "train": training_flow, "ablation": ablation_flow}[spec.flow]
     schedule = {}
     if spec.cron:
         schedule = {"schedule": CronSchedule(cron=spec.cron, timezone=spec.timezone)}

@@ -62,8 +62,9 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
     reference_paths = [path for values in (kenlm.reference.values() if kenlm else []) for path in values]
     classifier_paths = (classifier.positives + classifier.evaluation_positives + classifier.evaluation_negatives
                         if classifier else [])
+    heldout = sorted({part.heldout_ngrams for part in (kenlm, classifier) if part and part.heldout_ngrams})
     spec = StageSpec(name="quality_models", config=model_config,
-                     parents=[parent_of(raw_documents)] + _file_identities(reference_paths + classifier_paths),
+                     parents=[parent_of(raw_documents)] + _file_identities(reference_paths + classifier_paths + heldout),
                      code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:

@@ -18,10 +18,12 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from configs.tokenizer import EOS_ID
 from configs.training import TrainingConfig, load_training_config
 from flows.tracking import flatten
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
 from training.metrics import RunLogger
 from training.model import Transformer
 from training.noise_scale import NoiseScale
@@ -80,6 +82,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     spikes = SpikeDetector(config.spikes)
     micro = config.micro_batch_size * env.world_size
     noise = NoiseScale(micro, micro * config.grad_accumulation) if config.grad_accumulation > 1 else None
+    suite = load_suite(config.eval.suite, config.data.tokenizer, EOS_ID, model_spec.seq_len) \
+        if config.eval.suite else None
     step = attempt = 0
     resume = latest_checkpoint(config.checkpoint.dir)
     if resume:
@@ -139,8 +143,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         tracker.metrics(step, record)
         if step % config.log_every == 0:
             tracker.flush()
-        if config.data.validation and (step % config.eval.every == 0 or step == total_steps):
-            _evaluate(config, env, model, model_spec, step, tracker)
+        if (config.data.validation or suite is not None) and (step % config.eval.every == 0 or step == total_steps):
+            _evaluate(config, env, model, model_spec, step, tracker, suite)
         if step % config.checkpoint.every == 0 or step == total_steps:
             save_checkpoint(config.checkpoint.dir, step, model, optimizer,
                             {"data": data.state_dict(), "spikes": spikes.state_dict(), "attempt": attempt,
@@ -161,11 +165,18 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     tracker.finish()
 
 
-def _evaluate(config: TrainingConfig, env, model, model_spec, step: int, tracker: RunLogger) -> None:
+def _evaluate(config: TrainingConfig, env, model, model_spec, step: int, tracker: RunLogger,
+              suite: SuiteTokens | None) -> None:
     model.eval()
-    loss = validation_loss(model, config.data.validation, model_spec.seq_len, config.micro_batch_size,
-                           config.eval.batches, env.rank, env.world_size, env.device)
-    values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
+    values = {}
+    if config.data.validation:     # the variant's own split: a training signal, not a comparison across data
+        loss = validation_loss(model, config.data.validation, model_spec.seq_len, config.micro_batch_size,
+                               config.eval.batches, env.rank, env.world_size, env.device)
+        values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
+    if suite is not None:          # the same held-out texts for every model: the comparison
+        nll = suite_nll(model, suite, model_spec.seq_len, config.micro_batch_size, env.rank, env.world_size,
+                        env.device)
+        values |= {f"suite_bpb/{name}": round(value, 6) for name, value in bits_per_byte_by_domain(nll, suite).items()}
     _log(env, {"event": "eval", "step": step, **values})
     tracker.metrics(step, values)
     if config.data.tokenizer:

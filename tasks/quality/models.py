@@ -12,7 +12,7 @@ from configs.quality import ClassifierConfig, KenlmConfig
 from storage.document_shard import read_documents
 from tasks.quality.classifier import (QualityClassifier, chunk_lines, evaluate, seeded_rank, train_classifier)
 from tasks.quality.perplexity import REBUILD_HINT, KenlmModelFiles, ModelFileError, train_kenlm
-from tasks.quality.reference import read_reference, reference_files
+from tasks.quality.reference import read_reference, reference_files, without_heldout
 
 MODELS_FILE = "models.json"
 CLASSIFIER_FILE = "classifier.bin"
@@ -45,9 +45,11 @@ def write_models_index(models_dir: str, kenlm: list[dict], classifier: dict | No
 
 def train_language_model(lang: str, paths: list[str], models_dir: str, config: KenlmConfig) -> dict:
     started = time.perf_counter()
-    lines = read_reference(paths, config.min_reference_chars, f"KenLM reference for {lang!r}")
+    lines, heldout = without_heldout(read_reference(paths, config.min_reference_chars, f"KenLM reference for {lang!r}"),
+                                     config.heldout_ngrams)
     files = train_kenlm(lines, os.path.join(models_dir, "kenlm"), lang, config)
     return {"lang": lang, "reference_files": len(reference_files(paths)), "reference_lines": len(lines),
+            "reference_lines_heldout": heldout,
             "reference_chars": sum(len(line) for line in lines),
             "sentencepiece": os.path.relpath(files.sentencepiece, models_dir),
             "kenlm": os.path.relpath(files.kenlm, models_dir), "kenlm_bytes": os.path.getsize(files.kenlm),
@@ -59,8 +61,9 @@ def train_quality_classifier(negative_shards: list[str], models_dir: str, config
     """Positives: reference text in chunks; negatives: documents of the raw extraction output, chosen by a
     seeded hash of their id (the same whatever the sharding). `evaluation` = labelled files never trained on."""
     started = time.perf_counter()
-    positives = chunk_lines(read_reference(config.positives, 1, "quality classifier positives"),
-                            config.positive_chunk_chars)
+    lines, heldout = without_heldout(read_reference(config.positives, 1, "quality classifier positives"),
+                                     config.heldout_ngrams)
+    positives = chunk_lines(lines, config.positive_chunk_chars)
     negatives = _sample_documents(negative_shards, config.max_examples_per_class, config.seed)
     model_path = os.path.join(models_dir, CLASSIFIER_FILE)
     result = train_classifier(positives, negatives, model_path, config)
@@ -70,6 +73,7 @@ def train_quality_classifier(negative_shards: list[str], models_dir: str, config
         external = evaluate(classifier, _labelled_examples(evaluation.get("positives", []), config),
                             _labelled_examples(evaluation.get("negatives", []), config))
     return result | {"model": CLASSIFIER_FILE, "positive_pool": len(positives), "negative_pool": len(negatives),
+                     "positive_lines_heldout": heldout,
                      "external": external, "seconds": round(time.perf_counter() - started, 3)}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import glob
 import os
 
+from tasks.evaluation.ngrams import NgramSet
+
 TEXT_SUFFIXES = (".txt", ".raw")
 
 
@@ -37,3 +39,16 @@ def read_reference(paths: list[str], min_chars: int, what: str) -> list[str]:
         raise ReferenceTooSmall(f"{what}: {chars:,} characters of reference text in {paths}; at least "
                                 f"{min_chars:,} are needed (add text or lower min_reference_chars)")
     return lines
+
+
+def without_heldout(lines: list[str], heldout_ngrams: str | None) -> tuple[list[str], int]:
+    """The lines that share no n-gram with the held-out evaluation text, read as one text (so an n-gram across a
+    line end counts), and how many were left out. Leaving lines out makes new neighbours: repeat until none
+    shares one."""
+    if not heldout_ngrams:
+        return lines, 0
+    heldout = NgramSet.load(heldout_ngrams)
+    kept = lines
+    while touched := heldout.lines_sharing(kept):
+        kept = [line for index, line in enumerate(kept) if index not in touched]
+    return kept, len(lines) - len(kept)

@@ -1,0 +1,143 @@
+"""The ablation file: one model trained on several data recipes at a matched token budget and several seeds, all
+scored on one evaluation suite.
+
+A base recipe (a path or inline) and named variants, each an override set merged key by key onto the base. What
+the comparison must hold fixed is given once here and refused in a variant: the model and optimizer (`train`),
+the tokenizer, the token budget and the evaluation. Everything is validated before any work starts; an error
+names the field (`variants.+dedup.quality.filter.gopher_quality.min_words: Extra inputs are not permitted`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from configs.base import StrictModel, merged
+from configs.evaluation import EvalSuiteConfig
+from configs.schema import DaskConfig, MlflowConfig, Recipe, RecipeError, parse_recipe
+from configs.tokenizer import TokenizerConfig
+from configs.training import TrainingConfig
+
+# Recipe keys a variant may not change: they would make the models differ in something other than their data.
+HELD_FIXED = ("name", "store", "data_dir", "tokenizer", "train", "mixture.token_budget", "mixture.seed", "mlflow",
+              "dask")
+SeedControl = Literal["init", "data_order", "mixture_draw"]
+
+
+class AblationTokenizer(TokenizerConfig):
+    """One tokenizer for every variant: trained once on a seeded sample of the raw extraction output
+    (decontaminated), or the SentencePiece model at `path`."""
+    path: str | None = Field(None, description="a trained SentencePiece model to use instead of training one")
+
+
+class AblationConfig(StrictModel):
+    name: str = Field(min_length=1)
+    base: str | dict = Field(description="the base recipe: a YAML path (relative to the ablation file) or inline")
+    variants: dict[str, dict] = Field(min_length=2, description=(
+        "name -> overrides merged onto the base; an empty mapping is the base itself"))
+    baseline: str | None = Field(None, description="the variant the others are compared with; default the first")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description="one run per variant each")
+    seed_controls: list[SeedControl] = Field(default_factory=lambda: ["init", "data_order", "mixture_draw"],
+                                             description="what a run's seed sets; the rest stays at seed 0")
+    tokens: int = Field(ge=1, description=(
+        "training tokens of every run, exactly: a whole number of updates (checked by flows.ablation before work)"))
+    max_epochs: float = Field(4.0, gt=0, description="a variant may repeat its unique tokens up to this often")
+    tokenizer: AblationTokenizer = Field(default_factory=AblationTokenizer)
+    train: TrainingConfig = Field(description="model, optimizer, schedule, batch and hardware of every run")
+    eval: EvalSuiteConfig
+    dask: DaskConfig | None = Field(None, description="default: the base recipe's")
+    mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-ablation"))
+    origin: str = Field(".", description="directory relative base paths are read from (set by load_ablation)")
+
+    @field_validator("variants")
+    @classmethod
+    def _no_held_fixed_overrides(cls, variants: dict[str, dict]) -> dict[str, dict]:
+        for name, overrides in variants.items():
+            if not isinstance(overrides, dict):
+                raise ValueError(f"variant {name!r}: overrides must be a mapping, got {type(overrides).__name__}")
+            for key in HELD_FIXED:
+                if _has_key(overrides, key.split(".")):
+                    raise ValueError(f"variant {name!r} overrides {key!r}, which every variant must share (the "
+                                     f"comparison holds the model, tokenizer, token budget and evaluation fixed); "
+                                     f"set it once at the top of the ablation file")
+        return variants
+
+    @field_validator("train")
+    @classmethod
+    def _length_is_the_budget(cls, train: TrainingConfig) -> TrainingConfig:
+        if train.steps is not None or train.tokens is not None:
+            raise ValueError("train.steps / train.tokens: the run length is the ablation's `tokens`, set it there")
+        return train
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "AblationConfig":
+        if self.baseline is not None and self.baseline not in self.variants:
+            raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(self.variants)})")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct, got {self.seeds}")
+        return self
+
+    @property
+    def baseline_variant(self) -> str:
+        return self.baseline or next(iter(self.variants))
+
+    def base_recipe(self) -> dict:
+        if isinstance(self.base, dict):
+            return self.base
+        path = Path(self.origin) / self.base
+        if not path.is_file():
+            raise RecipeError(f"base: recipe {path} does not exist")
+        return yaml.safe_load(path.read_text())
+
+    def variant_recipes(self) -> dict[str, Recipe]:
+        """Each variant's recipe, validated; what is held fixed is set from the ablation file."""
+        base = self.base_recipe()
+        recipes = {}
+        for name, overrides in self.variants.items():
+            raw = merged(base, overrides)
+            raw["name"] = f"{self.name}-{name}"
+            raw.setdefault("mixture", {})["token_budget"] = self.tokens
+            raw["tokenizer"] = self.tokenizer.model_dump(exclude={"path"})
+            raw["train"] = {"enabled": False}
+            raw["mlflow"] = self.mlflow.model_dump()
+            if self.dask is not None:
+                raw["dask"] = self.dask.model_dump()
+            recipes[name] = parse_recipe(raw, origin=f"variants.{name}")
+        return recipes
+
+
+def _has_key(mapping: dict, path: list[str]) -> bool:
+    head, *rest = path
+    if head not in mapping:
+        return False
+    return not rest or (isinstance(mapping[head], dict) and _has_key(mapping[head], rest))
+
+
+def load_ablation(path: str | Path) -> AblationConfig:
+    """The ablation file, validated, with every variant's recipe checked too (errors name the field)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RecipeError(f"ablation file {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise RecipeError(f"ablation file {path} is not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: expected a mapping at the top level")
+    return parse_ablation(raw | {"origin": str(path.parent)}, origin=str(path))
+
+
+def parse_ablation(raw: dict, origin: str = "<ablation>") -> AblationConfig:
+    try:
+        config = AblationConfig.model_validate(raw)
+    except ValidationError as error:
+        problems = "\n".join(f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
+                             for issue in error.errors())
+        raise RecipeError(f"{origin}: invalid ablation\n{problems}") from None
+    try:
+        config.variant_recipes()
+    except RecipeError as error:
+        raise RecipeError(f"{origin}: {error}") from None
+    return config

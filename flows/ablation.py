@@ -1,0 +1,144 @@
+"""The ablation flow: the same model trained on several data recipes at a matched token budget and several seeds,
+every model scored on one evaluation suite in exact bits per byte, and a verdict against seed noise in MLflow.
+
+MLflow: one parent run per ablation (found again by the ablation's fingerprint, so a rerun continues it), a nested
+run per variant for its data stages (`sluice.kind = ablation-data`), and a nested run per (variant, seed) for its
+training (`sluice.kind = ablation-run`) with the mixture and the suite attached as MLflow datasets. A finished
+training run leaves its result beside its checkpoints and is not trained again; a half-trained one resumes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import mlflow
+import yaml
+from prefect import flow, get_run_logger
+from prefect_dask import DaskTaskRunner
+
+from configs.ablation import AblationConfig
+from configs.schema import RecipeError
+from configs.training import TrainingConfig
+from flows.ablation_data import prepare_data
+from flows.ablation_report import RUN_KIND, log_datasets, publish_ablation_report
+from flows.dask_cluster import dask_cluster
+from flows.evaluation_stages import suite_file
+from flows.tracking import flatten, run_page_url, use_experiment
+from flows.training_flow import training_flow
+from flows.training_inputs import train_on_mixture
+from storage.fs import local_path
+from tasks.evaluation.suite import SUITE_FILE
+from training.plan import plan
+
+RESULT_FILE = "ablation_result.json"       # beside a finished run's checkpoints
+PARENT_RECORD = "parent_run.json"
+
+
+def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
+    """(seq_len, tokens per update); refuses a budget that is not a whole number of updates."""
+    figures = plan(ablation.train.model_copy(update={"tokens": ablation.tokens}))
+    per_update = figures["tokens_per_update"]
+    if ablation.tokens % per_update:
+        low = ablation.tokens // per_update * per_update
+        raise RecipeError(f"tokens: {ablation.tokens:,} is not a whole number of updates of {per_update:,} tokens "
+                          f"(micro_batch_size x grad_accumulation x data_parallel x seq_len): use {max(low, per_update):,}"
+                          f" or {low + per_update:,}")
+    return per_update // (ablation.train.micro_batch_size * ablation.train.grad_accumulation
+                          * ablation.train.hardware.data_parallel), per_update
+
+
+@flow(name="sluice-ablation", log_prints=True)
+def ablation_flow(ablation: AblationConfig) -> dict:
+    """Run every variant's data stages and every (variant, seed) training run; returns the comparison."""
+    logger = get_run_logger()
+    seq_len, per_update = budget_figures(ablation)
+    recipes = {name: recipe.model_copy(update={"store": local_path(recipe.store)})
+               for name, recipe in ablation.variant_recipes().items()}
+    anchor = recipes[ablation.baseline_variant]
+    tracking = use_experiment(ablation.mlflow.experiment, ablation.mlflow.tracking_uri)
+    home = f"{anchor.store}/ablation/{ablation_key(ablation)}"
+    parent_id = _parent_run(ablation, home, per_update)
+    with mlflow.start_run(run_id=parent_id):
+        with dask_cluster(anchor.dask) as address:
+            logger.info("ablation %s: %d variants x %d seeds, %s tokens each; Dask %s; MLflow run %s", ablation.name,
+                        len(recipes), len(ablation.seeds), f"{ablation.tokens:,}", address, parent_id)
+            data = prepare_data(ablation, recipes, anchor, DaskTaskRunner(address=address),
+                                ablation.train.hardware.data_parallel, seq_len, parent_id)
+        for variant in recipes:            # after the Dask cluster is gone: the ranks get the cores
+            for seed in ablation.seeds:
+                _train(ablation, variant, seed, data, anchor.store, tracking, parent_id, per_update)
+        report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report")
+    run = mlflow.get_run(parent_id)
+    return {"ablation": ablation.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
+            "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id), **report}
+
+
+def ablation_key(ablation: AblationConfig) -> str:
+    """The ablation's identity: its settings and its base recipe's content, wherever the file was."""
+    body = ablation.model_dump(mode="json", exclude={"origin"}) | {"base": ablation.base_recipe()}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
+    """The ablation's MLflow run: the one an earlier attempt of the same ablation started, else a new one."""
+    record = os.path.join(home, PARENT_RECORD)
+    client = mlflow.MlflowClient()
+    if os.path.exists(record):
+        with open(record) as handle:
+            run_id = json.load(handle)["run_id"]
+        try:
+            client.get_run(run_id)
+            return run_id
+        except mlflow.exceptions.MlflowException:
+            pass                                   # the tracking store was reset: start a new run
+    experiment = mlflow.get_experiment_by_name(ablation.mlflow.experiment)
+    run = client.create_run(experiment.experiment_id, run_name=ablation.name, tags={
+        "sluice.kind": "ablation", "sluice.ablation": ablation.name, "sluice.baseline": ablation.baseline_variant,
+        "sluice.variants": json.dumps(list(ablation.variants)), "sluice.seeds": json.dumps(ablation.seeds),
+        "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
+        "sluice.tokens_per_update": str(per_update)})
+    dumped = ablation.model_dump(mode="json", exclude={"origin"})
+    params = [mlflow.entities.Param(key, value) for key, value in flatten("", dumped).items()]
+    for offset in range(0, len(params), 100):
+        client.log_batch(run.info.run_id, params=params[offset:offset + 100])
+    client.log_text(run.info.run_id, yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False),
+                    "ablation.yaml")
+    os.makedirs(home, exist_ok=True)
+    with open(record, "w") as handle:
+        json.dump({"run_id": run.info.run_id}, handle)
+    return run.info.run_id
+
+
+def run_spec(ablation: AblationConfig, seed: int, suite_path: str) -> TrainingConfig:
+    """The one training config with what a seed sets (per `seed_controls`) and the evaluation suite."""
+    train = ablation.train
+    controls = ablation.seed_controls
+    return train.model_copy(deep=True, update={
+        "tokens": ablation.tokens,
+        "seed": seed if "init" in controls else train.seed,
+        "data": train.data.model_copy(update={"seed": seed if "data_order" in controls else train.data.seed}),
+        "eval": train.eval.model_copy(update={"suite": suite_path})})
+
+
+def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store: str, tracking: str,
+           parent_id: str, per_update: int) -> dict:
+    logger = get_run_logger()
+    mixture = data["variants"][variant]["mixtures"][seed]
+    suite = data["suite"]
+    config = train_on_mixture(
+        run_spec(ablation, seed, suite_file(suite, SUITE_FILE)), f"{ablation.name}-{variant}-seed{seed}", store,
+        ablation.mlflow.experiment, data["tokenizer"], mixture, tracking,
+        {"mlflow.parentRunId": parent_id, "sluice.kind": RUN_KIND, "sluice.ablation": ablation.name,
+         "sluice.variant": variant, "sluice.seed": str(seed), "sluice.tokens_per_update": str(per_update),
+         "sluice.suite_digest": suite["digest"]})
+    record = os.path.join(config.checkpoint.dir, RESULT_FILE)
+    if os.path.exists(record):
+        logger.info("%s seed %d: already trained (%s), skipping", variant, seed, record)
+        with open(record) as handle:
+            return json.load(handle)
+    result = training_flow(config)
+    log_datasets(result["mlflow_run_id"], mixture, suite)
+    with open(record, "w") as handle:
+        json.dump(result, handle)
+    return result

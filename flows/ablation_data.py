@@ -1,0 +1,126 @@
+"""The data side of an ablation, on one Dask cluster: the evaluation suite, one tokenizer for every variant, and per
+variant its document stages, decontamination, token shards and one mixture per seed (when the seed sets the
+draw). Stages the variants have in common are the same store entries, so they run once: extraction for all of
+them, the quality models and scores for the variants that filter on quality."""
+from __future__ import annotations
+
+import math
+import os
+
+import mlflow
+
+from prefect import flow, get_run_logger
+from prefect_dask import DaskTaskRunner
+
+from configs.ablation import AblationConfig
+from configs.schema import Recipe
+from flows.curation import document_stages, final_documents
+from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow, suite_file
+from flows.extract_stage import extract_stage_flow
+from flows.mixture_stage import mixture_stage_flow
+from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
+from flows.tokenizer_stage import MODEL_NAME, tokenize_stage_flow, tokenizer_stage_flow
+from storage.fs import file_fingerprint, local_path
+from storage.manifest import ShardEntry, sha256_file
+from tasks.evaluation.suite import NGRAMS_FILE
+from tasks.stats import StageStats
+
+
+def with_heldout_references(recipe: Recipe, ngrams: str) -> Recipe:
+    """The recipe with its quality models trained only on reference text that shares no n-gram with the suite."""
+    quality = recipe.quality
+    return recipe.model_copy(update={"quality": quality.model_copy(update={
+        "kenlm": quality.kenlm.model_copy(update={"heldout_ngrams": ngrams}),
+        "classifier": quality.classifier.model_copy(update={"heldout_ngrams": ngrams})})})
+
+
+def mixture_recipe(recipe: Recipe, ablation: AblationConfig, seed: int, ranks: int, seq_len: int) -> Recipe:
+    """The variant's mixture for one seed: the budget plus enough slack that the trainer's windows (which never
+    cross a shard, and are dealt evenly to the ranks) cover the ablation's tokens without wrapping around; every
+    source may repeat up to the ablation's `max_epochs`."""
+    mixture = recipe.mixture
+    shards = math.ceil(ablation.tokens / mixture.shard_tokens) + 1
+    budget = math.ceil(ablation.tokens * 1.01) + (ranks + shards) * (seq_len + 1)
+    return recipe.model_copy(update={"mixture": mixture.model_copy(update={
+        "token_budget": budget,
+        "seed": seed if "mixture_draw" in ablation.seed_controls else mixture.seed,
+        "sources": [source.model_copy(update={"max_epochs": ablation.max_epochs}) for source in mixture.sources]})})
+
+
+def prepare_data(ablation: AblationConfig, recipes: dict[str, Recipe], anchor: Recipe, runner: DaskTaskRunner,
+                 ranks: int, seq_len: int, parent_id: str) -> dict:
+    """Every stage the runs need, as stage results: `suite`, `tokenizer`, and per variant its `stages` and
+    `mixtures` (seed -> mixture)."""
+    logger = get_run_logger()
+    suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
+    ngrams = suite_file(suite, NGRAMS_FILE)
+    recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
+    tokenizer = _shared_tokenizer(ablation, anchor, suite, runner)
+    vocab_size = tokenizer["stats"]["notes"]["vocab_size"]
+    variants = {}
+    for name, recipe in recipes.items():
+        logger.info("variant %s: document stages", name)
+        with mlflow.start_run(run_id=variant_data_run(parent_id, name, recipe), nested=True):
+            stages = document_stages(recipe, runner)
+            stages["decontaminate"] = decontaminate_stage_flow.with_options(task_runner=runner)(
+                recipe, final_documents(stages), suite)
+            stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
+                recipe, stages["decontaminate"], tokenizer)
+            mixtures = {}
+            for seed in ablation.seeds:
+                mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
+                try:
+                    mixtures[seed] = mixture_stage_flow.with_options(task_runner=runner)(
+                        mixed, stages["tokenize"], stages["decontaminate"], vocab_size)
+                except ValueError as error:
+                    raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
+                                     f"max_epochs {ablation.max_epochs}: {error}") from None
+        variants[name] = {"stages": stages, "mixtures": mixtures}
+    return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
+
+
+def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: dict, runner: DaskTaskRunner) -> dict:
+    """The given SentencePiece model, or one trained on a seeded sample of the raw extraction output after
+    decontamination (the tokenizer never sees evaluation text)."""
+    if ablation.tokenizer.path:
+        return tokenizer_file_stage_flow(anchor, local_path(ablation.tokenizer.path))
+    raw = extract_stage_flow.with_options(task_runner=runner)(anchor)
+    clean = decontaminate_stage_flow.with_options(task_runner=runner)(anchor, raw, suite)
+    return tokenizer_stage_flow.with_options(task_runner=runner)(anchor, clean)
+
+
+@flow(name="tokenizer-file", log_prints=True)
+def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> dict:
+    """A given SentencePiece model published as a tokenizer stage, so downstream stages read it the same way."""
+    import sentencepiece as spm
+
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"tokenizer.path: {model_path} does not exist")
+    spec = StageSpec(name="tokenizer", config={"path": "given"}, parents=[file_fingerprint(model_path)],
+                     code_root=__name__)
+
+    def produce(stage: StageContext) -> StageOutput:
+        os.makedirs(stage.stage_dir, exist_ok=True)
+        with open(model_path, "rb") as source, open(stage.path(MODEL_NAME), "wb") as target:
+            target.write(source.read())
+        vocab_size = spm.SentencePieceProcessor(model_file=stage.path(MODEL_NAME)).get_piece_size()
+        stats = StageStats(bytes_out=os.path.getsize(stage.path(MODEL_NAME)))
+        stats.notes.update({"vocab_size": vocab_size})
+        return StageOutput(shards=[ShardEntry(path=MODEL_NAME, bytes=stats.bytes_out,
+                                              sha256=sha256_file(stage.path(MODEL_NAME)), documents=0)], stats=stats)
+
+    return run_stage(recipe, spec, produce)
+
+
+def variant_data_run(parent_id: str, variant: str, recipe: Recipe) -> str:
+    """A nested run that the variant's data stages report into (their metrics and tags would collide in the
+    parent)."""
+    experiment_id = mlflow.get_run(parent_id).info.experiment_id
+    runs = mlflow.MlflowClient().search_runs([experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{parent_id}' and tags.`sluice.kind` = 'ablation-data' "
+        f"and tags.`sluice.variant` = '{variant}'"))
+    if runs:
+        return runs[0].info.run_id
+    return mlflow.MlflowClient().create_run(experiment_id, run_name=f"{recipe.name}-data", tags={
+        "mlflow.parentRunId": parent_id, "sluice.kind": "ablation-data", "sluice.variant": variant,
+        "sluice.recipe": recipe.name}).info.run_id

@@ -1,0 +1,140 @@
+"""What an ablation leaves for people, read back from MLflow so `sluice compare` and the flow print the same thing:
+the comparison table (mean ± std over seeds per domain and macro, difference to the baseline, paired test, SNR),
+one verdict line per variant, what each variant's stages removed, the two charts, and the runs' MLflow datasets.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import mlflow
+from mlflow.data.dataset_source_registry import resolve_dataset_source
+from mlflow.data.meta_dataset import MetaDataset
+from mlflow.entities import DatasetInput, InputTag
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
+
+from configs.ablation import AblationConfig
+from flows.evaluation_stages import suite_file
+from flows.reporting import artifact_key
+from flows.tracking import artifact_url
+from tasks.evaluation.charts import curves_png, domain_bars_png
+from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
+from tasks.evaluation.suite import SUITE_FILE
+
+RUN_KIND = "ablation-run"
+SUITE_METRIC = "suite_bpb/"
+WHY_STAGES = ("dedup", "quality_filter", "decontaminate")
+
+
+def log_datasets(run_id: str, mixture: dict, suite: dict) -> None:
+    """The run's training data (the mixture) and evaluation data (the suite) as MLflow datasets with digests."""
+    inputs = []
+    for name, location, digest, context in ((f"mixture-{mixture['fingerprint']}", mixture["manifest"],
+                                             mixture["digest"], "training"),
+                                            (f"eval-suite-{suite['fingerprint']}", suite_file(suite, SUITE_FILE),
+                                             suite["digest"], "evaluation")):
+        dataset = MetaDataset(resolve_dataset_source(location), name=name, digest=digest[:36])
+        inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]))
+    mlflow.MlflowClient().log_inputs(run_id, datasets=inputs)
+
+
+def training_runs(parent_id: str) -> list:
+    client = mlflow.MlflowClient()
+    experiment_id = client.get_run(parent_id).info.experiment_id
+    return client.search_runs([experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{parent_id}' and tags.`sluice.kind` = '{RUN_KIND}'"), max_results=10_000)
+
+
+def comparison(parent_id: str) -> dict:
+    """The comparison of a finished (or partly finished) ablation, from its MLflow runs alone."""
+    parent = mlflow.MlflowClient().get_run(parent_id)
+    if parent.data.tags.get("sluice.kind") != "ablation":
+        raise ValueError(f"MLflow run {parent_id} is not an ablation (tag sluice.kind is "
+                         f"{parent.data.tags.get('sluice.kind')!r})")
+    variants = json.loads(parent.data.tags["sluice.variants"])
+    baseline = parent.data.tags["sluice.baseline"]
+    runs = [RunScore(run.data.tags["sluice.variant"], int(run.data.tags["sluice.seed"]),
+                     {key.removeprefix(SUITE_METRIC): value for key, value in run.data.metrics.items()
+                      if key.startswith(SUITE_METRIC)})
+            for run in training_runs(parent_id) if run.info.status == "FINISHED"]
+    table = compare([run for run in runs if run.bpb], variants, baseline)
+    table["verdicts"] = {name: verdict(table, name) for name in variants if name != baseline}
+    table["verdict"] = table["verdicts"][variants[-1]] if variants[-1] != baseline else next(
+        iter(table["verdicts"].values()))
+    return table
+
+
+def comparison_text(table: dict) -> str:
+    return "\n".join([table_markdown(table), "", *[f"- {line}" for line in table["verdicts"].values()], "",
+                      f"Verdict: {table['verdict']}"])
+
+
+def histories(parent_id: str) -> dict[str, dict[int, list[tuple[int, float]]]]:
+    """variant -> seed -> [(training tokens, macro bpb)] from the runs' metric histories."""
+    client = mlflow.MlflowClient()
+    curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
+    for run in training_runs(parent_id):
+        per_update = int(run.data.tags["sluice.tokens_per_update"])
+        points = [(metric.step * per_update, metric.value)
+                  for metric in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}macro")]
+        curves.setdefault(run.data.tags["sluice.variant"], {})[int(run.data.tags["sluice.seed"])] = sorted(points)
+    return curves
+
+
+def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
+    """Per variant: what its stages removed (documents per drop reason), its unique training tokens and the epochs
+    the budget took over them."""
+    rows = {}
+    for name, variant in data["variants"].items():
+        stages = variant["stages"]
+        removed = {stage: stages[stage]["stats"]["drops"] for stage in WHY_STAGES if stage in stages}
+        mixture = next(iter(variant["mixtures"].values()))["stats"]["summary"]
+        available = sum(source["tokens_available"] for source in mixture["sources"])
+        rows[name] = {"documents_in": stages["extract"]["stats"]["documents_out"],
+                      "documents_out": stages["decontaminate"]["stats"]["documents_out"],
+                      "removed": removed, "unique_train_tokens": available,
+                      "epochs": round(ablation.tokens / available, 4) if available else None}
+    return rows
+
+
+def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict, tracking: str,
+                            report_dir: str) -> dict:
+    """Table, verdicts, charts and the removals, as MLflow artifacts of the parent run and Prefect artifacts."""
+    table = comparison(parent_id)
+    removals = why(ablation, data)
+    os.makedirs(report_dir, exist_ok=True)
+    charts = [curves_png(histories(parent_id), os.path.join(report_dir, "bpb_vs_tokens.png")),
+              domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]
+    text = comparison_text(table)
+    why_lines = ["| variant | documents in | documents out | removed (documents per reason) | unique tokens | epochs |",
+                 "|---|---|---|---|---|---|"]
+    for name, row in removals.items():
+        removed = "; ".join(f"{stage}: " + ", ".join(f"{reason} {count}" for reason, count in drops.items())
+                            for stage, drops in row["removed"].items() if drops) or "nothing"
+        why_lines.append(f"| {name} | {row['documents_in']} | {row['documents_out']} | {removed} | "
+                         f"{row['unique_train_tokens']:,} | {row['epochs']} |")
+    markdown = "\n".join([f"# Ablation {ablation.name}", "", f"**{table['verdict']}**", "", text, "",
+                          "## What each variant's stages removed", "", *why_lines])
+    client = mlflow.MlflowClient()
+    client.log_text(parent_id, json.dumps(table | {"why": removals}, indent=2), "comparison.json")
+    client.log_text(parent_id, markdown, "comparison.md")
+    client.set_tag(parent_id, "sluice.verdict", table["verdict"][:5000])
+    for path in charts:
+        client.log_artifact(parent_id, path, "charts")
+    key = artifact_key(ablation.name)
+    images = []
+    for path in charts:
+        url = artifact_url(tracking, parent_id, f"charts/{os.path.basename(path)}")
+        if url:
+            create_image_artifact(image_url=url, key=f"{key}-{artifact_key(os.path.basename(path)[:-4])}")
+        images.append(f"![{os.path.basename(path)}]({url})" if url else f"`charts/{os.path.basename(path)}` "
+                                                                          f"(in MLflow run {parent_id})")
+    create_markdown_artifact(key=f"{key}-comparison", markdown=markdown + "\n\n## Charts\n\n" + "\n\n".join(images),
+                             description=f"ablation {ablation.name}: which recipe wins, by how much, and why")
+    create_table_artifact(key=f"{key}-table", table=[
+        {"variant": name, **{f"{metric} bpb": round(row["metrics"][metric]["mean"], 5) for metric in table["metrics"]},
+         **{f"{metric} std": round(row["metrics"][metric]["std"], 5) for metric in ("macro",)},
+         "vs baseline": round(row["vs_baseline"]["macro"]["difference"], 5) if "vs_baseline" in row else None,
+         "snr": round(row["vs_baseline"]["macro"]["snr"], 2) if "vs_baseline" in row else None}
+        for name, row in table["variants"].items()], description=f"ablation {ablation.name}: bits per byte")
+    return {"table": table, "verdict": table["verdict"], "why": removals, "charts": charts, "markdown": markdown}

@@ -1,0 +1,20 @@
+"""The evaluation stages' Prefect tasks: building the suite (one task) and decontaminating (one per shard)."""
+from __future__ import annotations
+
+from prefect import task
+
+from configs.evaluation import EvalSuiteConfig
+from tasks.evaluation.decontaminate import DecontaminateJob, decontaminate_shard
+from tasks.evaluation.suite import build_suite
+from tasks.resumable import run_once
+
+
+@task(name="build-eval-suite", retries=1, retry_delay_seconds=2)
+def build_suite_task(config: EvalSuiteConfig, out_dir: str) -> dict:
+    return build_suite(config, out_dir)
+
+
+@task(name="decontaminate-shard", retries=1, retry_delay_seconds=2,
+      task_run_name="decontaminate {job.output_url}")
+def decontaminate_shard_task(job: DecontaminateJob) -> dict:
+    return run_once(job.output_url + ".json", lambda: decontaminate_shard(job))
