@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from configs.base import StrictModel, merged
 from configs.evaluation import EvalSuiteConfig
-from configs.schema import DaskConfig, MlflowConfig, Recipe, RecipeError, parse_recipe
+from configs.schema import (DaskConfig, MlflowConfig, Recipe, RecipeError, parse_recipe, read_yaml,
+                            validation_problems)
 from configs.tokenizer import TokenizerConfig
 from configs.training import TrainingConfig
 
@@ -87,9 +87,7 @@ class AblationConfig(StrictModel):
         if isinstance(self.base, dict):
             return self.base
         path = Path(self.origin) / self.base
-        if not path.is_file():
-            raise RecipeError(f"base: recipe {path} does not exist")
-        return yaml.safe_load(path.read_text())
+        return read_yaml(path, "base: recipe")
 
     def variant_recipes(self) -> dict[str, Recipe]:
         """Each variant's recipe, validated; what is held fixed is set from the ablation file."""
@@ -118,12 +116,7 @@ def _has_key(mapping: dict, path: list[str]) -> bool:
 def load_ablation(path: str | Path) -> AblationConfig:
     """The ablation file, validated, with every variant's recipe checked too (errors name the field)."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise RecipeError(f"ablation file {path} does not exist") from None
-    except yaml.YAMLError as error:
-        raise RecipeError(f"ablation file {path} is not valid YAML: {error}") from None
+    raw = read_yaml(path, "ablation file")
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: expected a mapping at the top level")
     return parse_ablation(raw | {"origin": str(path.parent)}, origin=str(path))
@@ -133,9 +126,7 @@ def parse_ablation(raw: dict, origin: str = "<ablation>") -> AblationConfig:
     try:
         config = AblationConfig.model_validate(raw)
     except ValidationError as error:
-        problems = "\n".join(f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
-                             for issue in error.errors())
-        raise RecipeError(f"{origin}: invalid ablation\n{problems}") from None
+        raise RecipeError(f"{origin}: invalid ablation\n{validation_problems(error)}") from None
     try:
         config.variant_recipes()
     except RecipeError as error:

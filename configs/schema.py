@@ -123,14 +123,18 @@ class RecipeError(ValueError):
 
 
 def load_recipe(path: str | Path) -> Recipe:
+    return parse_recipe(read_yaml(path, "recipe"), origin=str(path))
+
+
+def read_yaml(path: str | Path, what: str) -> object:
+    """A YAML file's content; a missing or unreadable file is a RecipeError naming it."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise RecipeError(f"recipe {path} does not exist") from None
+        raise RecipeError(f"{what} {path} does not exist") from None
     except yaml.YAMLError as error:
-        raise RecipeError(f"recipe {path} is not valid YAML: {error}") from None
-    return parse_recipe(raw, origin=str(path))
+        raise RecipeError(f"{what} {path} is not valid YAML: {error}") from None
 
 
 def parse_recipe(raw: object, origin: str = "<recipe>") -> Recipe:
@@ -139,9 +143,12 @@ def parse_recipe(raw: object, origin: str = "<recipe>") -> Recipe:
     try:
         return Recipe.model_validate(raw)
     except ValidationError as error:
-        problems = "\n".join(
-            f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
-            + (f" (got {issue['input']!r})" if issue["type"] != "missing" and not isinstance(issue["input"], dict) else "")
-            for issue in error.errors()
-        )
-        raise RecipeError(f"{origin}: invalid recipe\n{problems}") from None
+        raise RecipeError(f"{origin}: invalid recipe\n{validation_problems(error)}") from None
+
+
+def validation_problems(error: ValidationError) -> str:
+    """One line per problem, each naming the field by its full path."""
+    return "\n".join(
+        f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
+        + (f" (got {issue['input']!r})" if issue["type"] != "missing" and not isinstance(issue["input"], dict) else "")
+        for issue in error.errors())

@@ -99,7 +99,9 @@ def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
         "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
         "sluice.tokens_per_update": str(per_update)})
     dumped = ablation.model_dump(mode="json", exclude={"origin"})
-    params = [mlflow.entities.Param(key, value) for key, value in flatten("", dumped).items()]
+    # variant names such as `+dedup` are not valid parameter names: the variants and the base are in ablation.yaml
+    settings = {key: value for key, value in dumped.items() if key not in ("variants", "base")}
+    params = [mlflow.entities.Param(key, value) for key, value in flatten("", settings).items()]
     for offset in range(0, len(params), 100):
         client.log_batch(run.info.run_id, params=params[offset:offset + 100])
     client.log_text(run.info.run_id, yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import mlflow
 from mlflow.data.dataset_source_registry import resolve_dataset_source
@@ -33,9 +34,17 @@ def log_datasets(run_id: str, mixture: dict, suite: dict) -> None:
                                              mixture["digest"], "training"),
                                             (f"eval-suite-{suite['fingerprint']}", suite_file(suite, SUITE_FILE),
                                              suite["digest"], "evaluation")):
-        dataset = MetaDataset(resolve_dataset_source(location), name=name, digest=digest[:36])
+        dataset = MetaDataset(_source(location), name=name, digest=digest[:36])
         inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]))
     mlflow.MlflowClient().log_inputs(run_id, datasets=inputs)
+
+
+def _source(location: str):
+    """MLflow registers the local artifact source for both the bare-path and the file:// schemes, and warns that
+    a local path matches two (identical) sources."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+        return resolve_dataset_source(location)
 
 
 def training_runs(parent_id: str) -> list:
@@ -103,7 +112,7 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     table = comparison(parent_id)
     removals = why(ablation, data)
     os.makedirs(report_dir, exist_ok=True)
-    charts = [curves_png(histories(parent_id), os.path.join(report_dir, "bpb_vs_tokens.png")),
+    charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
               domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]
     text = comparison_text(table)
     why_lines = ["| variant | documents in | documents out | removed (documents per reason) | unique tokens | epochs |",

@@ -13,6 +13,7 @@ from prefect import flow, get_run_logger
 
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import Recipe
+from flows.reporting import StageReport
 from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
                                 run_stage, shard_entry, summed_stats)
 from storage.fs import file_fingerprint, local_path
@@ -45,9 +46,9 @@ def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> dict:
                             documents=sum(d["documents"] for d in result["domains"].values()) if name == SUITE_FILE
                             else 0) for name in (SUITE_FILE, NGRAMS_FILE)]
         documents = files[0].documents
+        rows = [{"domain": name, **row} for name, row in result["domains"].items()]
         return StageOutput(shards=files, stats=StageStats(candidates=documents, documents_out=documents),
-                           summary=result, task_results=[{"domain": name, **row}
-                                                         for name, row in result["domains"].items()])
+                           summary=result, report=StageReport(tables={"domains": rows}))
 
     return run_stage(recipe, spec, produce)
 

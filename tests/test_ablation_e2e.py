@@ -1,0 +1,135 @@
+"""A tiny ablation end to end, for real: Prefect flows on a Dask LocalCluster, torchrun FSDP2 on CPU ranks, SQLite
+MLflow. Two variants x two seeds on the small corpus plus one page that copies an evaluation text."""
+from __future__ import annotations
+
+import html
+import io
+import json
+
+import mlflow
+import pytest
+import yaml
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from configs.ablation import parse_ablation
+
+SPEECH = "reference/speeches_nltk/inaugural/2005-Bush.txt"
+PLANTED_URL = "http://planted.example.org/inaugural-2005.html"
+TOKENS = 2048                     # 4 updates of 2 ranks x 4 sequences x 64 tokens
+
+
+def _planted_warc(path, data_dir) -> None:
+    """One HTML page whose article is the first lines of an evaluation text."""
+    lines = [line for line in (data_dir / SPEECH).read_text(encoding="utf-8", errors="replace").splitlines()
+             if line.strip()][:12]
+    page = ("<html lang='en'><head><title>A speech</title></head><body><article>"
+            + "".join(f"<p>{html.escape(line)}</p>" for line in lines) + "</article></body></html>").encode()
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(PLANTED_URL, "response", payload=io.BytesIO(page),
+                                                      http_headers=headers))
+
+
+@pytest.fixture(scope="module")
+def ablation_config(small_corpus, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ablation")
+    (out / "planted").mkdir()
+    _planted_warc(out / "planted" / "planted.warc.gz", data_dir)
+    base = yaml.safe_load(open("configs/demo.yaml"))
+    base |= {"store": str(out / "store"), "quality": {"enabled": False},
+             "input": {"paths": [str(small_corpus / "warc"), str(out / "planted")], "source": "cc-sluice-small"}}
+    raw = yaml.safe_load(open("configs/ablation.yaml")) | {
+        "name": "ablation-test", "base": base, "baseline": "raw", "origin": ".",
+        "variants": {"raw": {"dedup": {"enabled": False}}, "+dedup": {}},
+        "seeds": [0, 1], "tokens": TOKENS, "max_epochs": 8,
+        "tokenizer": {"vocab_size": 600, "heldout_fraction": 0.1},
+        "eval": {"ngram": 13, "domains": {
+            "speeches": {"paths": [f"{{data_dir}}/{SPEECH}"], "max_chars": 2500},
+            "encyclopedic": {"paths": ["{data_dir}/reference/wikitext-2/wiki.test.raw"],
+                             "format": "wikitext_articles", "max_chars": 2500}}},
+        "mlflow": {"experiment": "ablation-test"}}
+    raw["train"] |= {"eval": {"every": 2, "batches": 1}, "checkpoint": {"every": 2}}
+    return parse_ablation(raw)
+
+
+@pytest.fixture(scope="module")
+def ablation_runs(ablation_config):
+    from flows.ablation import ablation_flow
+
+    first = ablation_flow(ablation_config)
+    client = mlflow.MlflowClient()
+    histories = {run.info.run_id: len(client.get_metric_history(run.info.run_id, "loss"))
+                 for run in _children(first["mlflow_run_id"])}
+    second = ablation_flow(ablation_config)
+    return first, second, histories
+
+
+def _children(parent_id: str) -> list:
+    from flows.ablation_report import training_runs
+
+    return training_runs(parent_id)
+
+
+def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
+    first, _, _ = ablation_runs
+    parent_id = first["mlflow_run_id"]
+    client = mlflow.MlflowClient()
+    children = _children(parent_id)
+    assert sorted((run.data.tags["sluice.variant"], run.data.tags["sluice.seed"]) for run in children) == \
+        [("+dedup", "0"), ("+dedup", "1"), ("raw", "0"), ("raw", "1")]
+    for run in children:
+        assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent_id
+        contexts = {tag.value for dataset in run.inputs.dataset_inputs for tag in dataset.tags
+                    if tag.key == "mlflow.data.context"}
+        assert contexts == {"training", "evaluation"}
+        assert {"suite_bpb/speeches", "suite_bpb/encyclopedic", "suite_bpb/macro"} <= set(run.data.metrics)
+        assert 0 < run.data.metrics["suite_bpb/macro"] < 20
+    table = first["table"]
+    assert list(table["variants"]) == ["raw", "+dedup"]
+    cell = table["variants"]["+dedup"]["metrics"]["macro"]
+    assert cell["n"] == 2 and cell["std"] >= 0
+    assert table["variants"]["+dedup"]["vs_baseline"]["macro"]["pairs"] == 2
+    assert first["verdict"].startswith(("+dedup", "raw")) and "seed" in first["verdict"]
+    charts = {entry.path for entry in client.list_artifacts(parent_id, "charts")}
+    assert charts == {"charts/bpb_vs_tokens.png", "charts/bpb_by_domain.png"}
+    assert {entry.path for entry in client.list_artifacts(parent_id)} >= {"comparison.json", "comparison.md"}
+
+
+def test_matched_tokens_and_one_tokenizer(ablation_runs):
+    first, _, _ = ablation_runs
+    client = mlflow.MlflowClient()
+    children = _children(first["mlflow_run_id"])
+    for run in children:
+        steps = [metric.step for metric in client.get_metric_history(run.info.run_id, "loss")]
+        assert max(steps) * int(run.data.tags["sluice.tokens_per_update"]) == TOKENS
+    assert len({run.data.tags["sluice.tokenizer_digest"] for run in children}) == 1
+    assert len({run.data.tags["sluice.mixture_digest"] for run in children}) == 4   # seeded draws differ
+    assert all(row["epochs"] > 0 for row in first["why"].values())
+
+
+def test_a_planted_copy_of_an_eval_text_is_removed_before_training_and_counted(ablation_runs):
+    first, _, _ = ablation_runs
+    for variant, row in first["why"].items():
+        assert row["removed"]["decontaminate"].get("eval_contamination", 0) >= 1, variant
+
+
+def test_rerunning_a_finished_ablation_trains_nothing(ablation_runs):
+    first, second, histories = ablation_runs
+    assert second["mlflow_run_id"] == first["mlflow_run_id"]
+    children = _children(first["mlflow_run_id"])
+    client = mlflow.MlflowClient()
+    assert {run.info.run_id: len(client.get_metric_history(run.info.run_id, "loss")) for run in children} == histories
+    assert second["table"]["variants"] == first["table"]["variants"]
+
+
+def test_sluice_compare_prints_the_table_from_mlflow(ablation_runs, capsys):
+    from flows.cli import main
+
+    first, _, _ = ablation_runs
+    assert main(["compare", first["mlflow_run_id"]]) == 0
+    printed = capsys.readouterr().out
+    assert "| raw |" in printed and "| +dedup |" in printed and f"Verdict: {first['verdict']}" in printed
+    assert main(["compare", first["mlflow_run_id"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["baseline"] == "raw"
