@@ -22,6 +22,7 @@ from storage.manifest import ShardEntry, sha256_file
 from tasks.evaluation.decontaminate import DecontaminateJob
 from tasks.evaluation.suite import NGRAMS_FILE, SUITE_FILE, source_files
 from tasks.evaluation.task import build_suite_task, decontaminate_shard_task
+from tasks.extract.langid import resolve_model_path
 from tasks.stats import StageStats
 
 
@@ -36,12 +37,17 @@ def resolved_suite_config(recipe: Recipe, config: EvalSuiteConfig) -> EvalSuiteC
 @flow(name="eval-suite", log_prints=True)
 def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> dict:
     config = resolved_suite_config(recipe, config)
+    lid_model = None
+    if any(domain.languages for domain in config.domains.values()):
+        data_dir = local_path(recipe.data_dir) if recipe.data_dir else None
+        lid_model = local_path(resolve_model_path(recipe.extract.langid.model_path, data_dir))
     sources = sorted({path for domain in config.domains.values() for path in source_files(domain)})
     spec = StageSpec(name="eval_suite", config=config.model_dump(mode="json"),
-                     parents=[file_fingerprint(path) for path in sources], code_root=__name__)
+                     parents=[file_fingerprint(path) for path in sources + ([lid_model] if lid_model else [])],
+                     code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        result = build_suite_task.submit(config, stage.stage_dir).result()
+        result = build_suite_task.submit(config, stage.stage_dir, lid_model).result()
         files = [ShardEntry(path=name, bytes=os.path.getsize(stage.path(name)), sha256=sha256_file(stage.path(name)),
                             documents=sum(d["documents"] for d in result["domains"].values()) if name == SUITE_FILE
                             else 0) for name in (SUITE_FILE, NGRAMS_FILE)]

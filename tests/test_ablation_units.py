@@ -45,7 +45,7 @@ def _suite_config(data_dir) -> EvalSuiteConfig:
                 "max_chars": 3000}})
 
 
-def test_suite_is_fixed_by_its_config_and_holds_every_domain(data_dir, tmp_path):
+def test_suite_is_fixed_by_its_config_and_holds_every_domain(data_dir, tmp_path, lid_model):
     first = build_suite(_suite_config(data_dir), str(tmp_path / "a"))
     build_suite(_suite_config(data_dir), str(tmp_path / "b"))
     assert (tmp_path / "a" / "suite.jsonl").read_bytes() == (tmp_path / "b" / "suite.jsonl").read_bytes()
@@ -53,6 +53,14 @@ def test_suite_is_fixed_by_its_config_and_holds_every_domain(data_dir, tmp_path)
     assert all(0 < row["chars"] <= 3000 for row in first["domains"].values())
     documents = read_suite(str(tmp_path / "a" / "suite.jsonl"))
     assert all(doc["text"] and "<" not in doc["text"][:200] for doc in documents if doc["domain"] == "web")
+    config = _suite_config(data_dir)
+    config.domains["web"].languages, config.domains["web"].max_chars = ["en"], 60000
+    with pytest.raises(ValueError, match="language-ID model"):
+        build_suite(config, str(tmp_path / "c"))
+    build_suite(config, str(tmp_path / "c"), lid_model)
+    english = [doc for doc in read_suite(str(tmp_path / "c" / "suite.jsonl")) if doc["domain"] == "web"]
+    names = {doc["name"].split("/")[0] for doc in english}
+    assert len(english) >= 5 and not names & {"hukumusume", "pixnet", "qq", "lemonde-1", "aktualne"}
 
 
 def test_decontamination_removes_a_planted_copy_in_any_shard_and_counts_it(data_dir, tmp_path):

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_project_deployments_file_is_valid_and_its_recipes_load():
     for spec in load_deployments(ROOT / "configs/deployments.yaml").deployments:
         parameters = default_parameters(spec)
-        assert list(parameters) == (["config"] if spec.flow == "train" else ["recipe"])
+        assert list(parameters) == {"train": ["config"], "curation": ["recipe"], "ablation": ["ablation"]}[spec.flow]
 
 
 def test_overrides_are_merged_key_by_key_and_checked_by_the_recipe_model(monkeypatch):

@@ -16,6 +16,7 @@ from storage.fs import atomic_output
 from tasks.dedup.normalize import key64
 from tasks.evaluation.ngrams import NgramSet
 from tasks.extract.html_text import html_to_text
+from tasks.extract.langid import LanguageIdentifier
 from tasks.quality.reference import reference_files
 
 SUITE_FILE = "suite.jsonl"
@@ -24,9 +25,11 @@ _ARTICLE_TITLE = re.compile(r"^ = [^=].* = $")
 _HTML_SUFFIXES = (".html", ".html.gz", ".htm")
 
 
-def build_suite(config: EvalSuiteConfig, out_dir: str) -> dict:
-    """Write the suite and its n-grams under `out_dir`; returns per-domain counts."""
-    documents = [doc for name, domain in config.domains.items() for doc in domain_documents(name, domain, config.seed)]
+def build_suite(config: EvalSuiteConfig, out_dir: str, lid_model: str | None = None) -> dict:
+    """Write the suite and its n-grams under `out_dir`; returns per-domain counts. `lid_model` (fastText lid.176)
+    is needed by domains that keep only some `languages`."""
+    documents = [doc for name, domain in config.domains.items()
+                 for doc in domain_documents(name, domain, config.seed, lid_model)]
     empty = [name for name in config.domains if not any(doc["domain"] == name for doc in documents)]
     if empty:
         raise ValueError(f"eval domains {empty} hold no text: check their paths and format")
@@ -49,12 +52,19 @@ def read_suite(path: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def domain_documents(name: str, domain: EvalDomain, seed: int) -> list[dict]:
-    """The domain's documents in a seeded order (by a hash of their name), taken until `max_chars` is filled."""
+def domain_documents(name: str, domain: EvalDomain, seed: int, lid_model: str | None = None) -> list[dict]:
+    """The domain's documents in a seeded order (by a hash of their name), taken until `max_chars` is filled;
+    documents that are too short or in another language are passed over."""
+    if domain.languages and not lid_model:
+        raise ValueError(f"eval domain {name!r} keeps languages {domain.languages}: a language-ID model is needed")
+    identify = LanguageIdentifier(lid_model, 2000).predict if domain.languages else None
     candidates = sorted(_units(domain), key=lambda unit: (key64(f"{seed}\0{unit[0]}"), unit[0]))
     chosen, filled = [], 0
     for unit_name, text in candidates:
-        text = _cut(text.strip(), min(domain.max_document_chars, domain.max_chars - filled))
+        text = text.strip()
+        if len(text) < domain.min_document_chars or (identify and identify(text)[0] not in domain.languages):
+            continue
+        text = _cut(text, min(domain.max_document_chars, domain.max_chars - filled))
         if not text:
             continue
         chosen.append({"domain": name, "name": unit_name, "text": text})

@@ -10,8 +10,8 @@ from tasks.resumable import run_once
 
 
 @task(name="build-eval-suite", retries=1, retry_delay_seconds=2)
-def build_suite_task(config: EvalSuiteConfig, out_dir: str) -> dict:
-    return build_suite(config, out_dir)
+def build_suite_task(config: EvalSuiteConfig, out_dir: str, lid_model: str | None) -> dict:
+    return build_suite(config, out_dir, lid_model)
 
 
 @task(name="decontaminate-shard", retries=1, retry_delay_seconds=2,
