@@ -42,7 +42,7 @@ def bench_ablation(variants: list[str], seeds: int, tokens: int):
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
     raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.002, "warmup_steps": 20},
-                     "eval": {"every": 32, "batches": 2}, "checkpoint": {"every": 64}}
+                     "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 64}}
     return parse_ablation(raw, origin="benchmarks/ablation.py")
 
 
