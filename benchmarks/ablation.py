@@ -41,8 +41,8 @@ def bench_ablation(variants: list[str], seeds: int, tokens: int):
             "seeds": list(range(seeds)), "tokens": tokens,
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
-    raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.002, "warmup_steps": 20},
-                     "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 64}}
+    raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
+                     "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 32}}
     return parse_ablation(raw, origin="benchmarks/ablation.py")
 
 
