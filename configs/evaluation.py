@@ -22,7 +22,8 @@ class EvalDomain(StrictModel):
     max_chars: int = Field(40_000, ge=100, description="characters of text the domain holds at most")
     max_document_chars: int = Field(8_000, ge=100, description=(
         "a longer document is cut at the last line break before this many characters"))
-    min_document_chars: int = Field(200, ge=1, description="shorter documents (unit-test fixtures, stubs) are skipped")
+    min_document_chars: int = Field(200, ge=1, description=(
+        "shorter documents are passed over (readability's hand-made unit-test pages, for one)"))
     languages: list[str] = Field(default_factory=list, description=(
         "keep only documents that fastText lid.176 (the recipe's extract.langid model) labels with one of these; "
         "empty keeps every language"))

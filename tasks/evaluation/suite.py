@@ -17,7 +17,7 @@ from tasks.dedup.normalize import key64
 from tasks.evaluation.ngrams import NgramSet
 from tasks.extract.html_text import html_to_text
 from tasks.extract.langid import LanguageIdentifier
-from tasks.quality.reference import reference_files
+from tasks.quality.reference import TEXT_SUFFIXES, reference_files
 
 SUITE_FILE = "suite.jsonl"
 NGRAMS_FILE = "ngrams.npz"
@@ -89,16 +89,7 @@ def _short(path: str) -> str:
 
 
 def source_files(domain: EvalDomain) -> list[str]:
-    if domain.format != "html":
-        return reference_files(domain.paths)
-    found = []
-    for path in domain.paths:
-        if os.path.isdir(path):
-            found += [os.path.join(root, name) for root, _, names in os.walk(path) for name in names
-                      if name.endswith(_HTML_SUFFIXES)]
-        else:
-            found += reference_files([path])
-    return sorted(found)
+    return reference_files(domain.paths, _HTML_SUFFIXES if domain.format == "html" else TEXT_SUFFIXES)
 
 
 def _read(path: str) -> str:

@@ -13,14 +13,15 @@ class ReferenceTooSmall(ValueError):
     """Not enough reference text to train a model on."""
 
 
-def reference_files(paths: list[str]) -> list[str]:
-    """Text files under `paths` (files, directories or globs), sorted; READMEs are not reference text."""
+def reference_files(paths: list[str], suffixes: tuple[str, ...] = TEXT_SUFFIXES) -> list[str]:
+    """Files under `paths` (files, directories or globs; in directories, those ending in `suffixes`), sorted;
+    READMEs are not reference text."""
     found: set[str] = set()
     for pattern in paths:
         for path in glob.glob(pattern) or [pattern]:
             if os.path.isdir(path):
                 found.update(os.path.join(root, name) for root, _, names in os.walk(path) for name in names
-                             if name.endswith(TEXT_SUFFIXES) and not name.upper().startswith("README"))
+                             if name.endswith(suffixes) and not name.upper().startswith("README"))
             elif os.path.isfile(path):
                 found.add(path)
             else:
