@@ -91,12 +91,15 @@ def histories(parent_id: str) -> dict[str, dict[int, list[tuple[int, float]]]]:
 
 
 def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
-    """Per variant: what its stages removed (documents per drop reason), its unique training tokens and the epochs
-    the budget took over them."""
+    """Per variant: what its stages removed (documents, bytes and tokens per drop reason), its unique training
+    tokens and the epochs the budget took over them. Tokens of removed text are estimated at the variant's own
+    bytes per token under the shared tokenizer (the removed text itself is never tokenized)."""
     rows = {}
     for name, variant in data["variants"].items():
         stages = variant["stages"]
-        removed = {stage: stages[stage]["stats"]["drops"] for stage in WHY_STAGES if stage in stages}
+        bytes_per_token = removed_text_bytes_per_token(stages["tokenize"]["stats"])
+        removed = {stage: reason_removals(stages[stage]["stats"], bytes_per_token)
+                   for stage in WHY_STAGES if stage in stages}
         mixture = next(iter(variant["mixtures"].values()))["stats"]["summary"]
         available = sum(source["tokens_available"] for source in mixture["sources"])
         rows[name] = {"documents_in": stages["extract"]["stats"]["documents_out"],
@@ -104,6 +107,20 @@ def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
                       "removed": removed, "unique_train_tokens": available,
                       "epochs": round(ablation.tokens / available, 4) if available else None}
     return rows
+
+
+def removed_text_bytes_per_token(tokenize_stats: dict) -> float:
+    """UTF-8 bytes per token (EOS included) of what the variant kept, under the shared tokenizer."""
+    tokens = tokenize_stats["notes"].get("tokens", 0)
+    return tokenize_stats["bytes_in"] / tokens if tokens else 0.0
+
+
+def reason_removals(stats: dict, bytes_per_token: float) -> dict[str, dict]:
+    """Per drop reason of one stage: documents, bytes of their text and the tokens that text comes to."""
+    sizes = stats.get("dropped_bytes", {})
+    return {reason: {"documents": count, "bytes": sizes.get(reason, 0),
+                     "tokens": round(sizes.get(reason, 0) / bytes_per_token) if bytes_per_token else None}
+            for reason, count in stats["drops"].items()}
 
 
 def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict, tracking: str,
@@ -115,10 +132,11 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
               domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]
     text = comparison_text(table)
-    why_lines = ["| variant | documents in | documents out | removed (documents per reason) | unique tokens | epochs |",
-                 "|---|---|---|---|---|---|"]
+    why_lines = ["| variant | documents in | documents out | removed (documents / ≈tokens per reason) | unique tokens "
+                 "| epochs |", "|---|---|---|---|---|---|"]
     for name, row in removals.items():
-        removed = "; ".join(f"{stage}: " + ", ".join(f"{reason} {count}" for reason, count in drops.items())
+        removed = "; ".join(f"{stage}: " + ", ".join(f"{reason} {counts['documents']} / {counts['tokens'] or 0:,}"
+                                                    for reason, counts in drops.items())
                             for stage, drops in row["removed"].items() if drops) or "nothing"
         why_lines.append(f"| {name} | {row['documents_in']} | {row['documents_out']} | {removed} | "
                          f"{row['unique_train_tokens']:,} | {row['epochs']} |")

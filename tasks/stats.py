@@ -18,16 +18,20 @@ class StageStats:
     bytes_out: int = 0
     seconds: float = 0.0
     drops: Counter = field(default_factory=Counter)      # reason -> documents dropped
+    dropped_bytes: Counter = field(default_factory=Counter)  # reason -> UTF-8 bytes of the text those documents had
     problems: Counter = field(default_factory=Counter)   # reason -> damaged-input events (logged with offsets)
     notes: Counter = field(default_factory=Counter)      # informational counts (record types, charset sources)
 
-    def drop(self, reason: str) -> None:
+    def drop(self, reason: str, text_bytes: int = 0) -> None:
+        """Count one dropped document; `text_bytes` is its text's size where it had text (0 before extraction)."""
         self.drops[reason] += 1
+        self.dropped_bytes[reason] += text_bytes
 
     def merge(self, other: "StageStats") -> "StageStats":
         for name in ("records_read", "candidates", "documents_out", "bytes_in", "bytes_out", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.drops.update(other.drops)
+        self.dropped_bytes.update(other.dropped_bytes)
         self.problems.update(other.problems)
         self.notes.update(other.notes)
         return self
@@ -38,7 +42,9 @@ class StageStats:
             "documents_out": self.documents_out, "bytes_in": self.bytes_in, "bytes_out": self.bytes_out,
             "seconds": round(self.seconds, 4),
             "docs_per_second": round(self.candidates / self.seconds, 2) if self.seconds else 0.0,
-            "drops": dict(sorted(self.drops.items())), "problems": dict(sorted(self.problems.items())),
+            "drops": dict(sorted(self.drops.items())),
+            "dropped_bytes": dict(sorted((reason, size) for reason, size in self.dropped_bytes.items() if size)),
+            "problems": dict(sorted(self.problems.items())),
             "notes": dict(sorted(self.notes.items())),
         }
 
@@ -46,5 +52,6 @@ class StageStats:
     def from_dict(cls, raw: dict) -> "StageStats":
         return cls(records_read=raw["records_read"], candidates=raw["candidates"],
                    documents_out=raw["documents_out"], bytes_in=raw["bytes_in"], bytes_out=raw["bytes_out"],
-                   seconds=raw["seconds"], drops=Counter(raw["drops"]), problems=Counter(raw["problems"]),
+                   seconds=raw["seconds"], drops=Counter(raw["drops"]),
+                   dropped_bytes=Counter(raw.get("dropped_bytes", {})), problems=Counter(raw["problems"]),
                    notes=Counter(raw["notes"]))

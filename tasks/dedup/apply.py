@@ -42,15 +42,16 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     ids, urls = table.column("id").to_pylist(), table.column("url").to_pylist()
     for row, (doc, text) in enumerate(zip(doc_numbers(int(job.part), table.num_rows).tolist(),
                                           table.column("text").to_pylist())):
-        stats.bytes_in += len(text.encode("utf-8", "surrogatepass"))
+        text_bytes = len(text.encode("utf-8", "surrogatepass"))
+        stats.bytes_in += text_bytes
         decision = decisions.get(doc)
         if decision is not None and not decision["kept"]:
-            stats.drop(decision["reason"])
+            stats.drop(decision["reason"], text_bytes)
             removed.append((ids[row], urls[row], decision["reason"], decision["dup_cluster"]))
             continue
         kept_text = _without_repeated(text, repeated, config.paragraphs, stats)
         if len(kept_text.strip()) < config.paragraphs.min_chars_after:
-            stats.drop(TOO_SHORT)
+            stats.drop(TOO_SHORT, text_bytes)
             removed.append((ids[row], urls[row], TOO_SHORT, None))
             continue
         keep_rows.append(row)

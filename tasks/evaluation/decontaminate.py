@@ -38,7 +38,7 @@ def decontaminate_shard(job: DecontaminateJob) -> dict:
         stats.bytes_in += size
         shared = suite.shared(text)
         if shared:
-            stats.drop(REASON)
+            stats.drop(REASON, size)
             removed.append({"id": doc_id, "url": url, "reason": REASON, "shared_ngrams": shared})
         else:
             keep.append(index)

@@ -85,15 +85,16 @@ def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging
     allowed = set(config.langid.languages)
     for document in kept:
         text = document.text
+        text_bytes = len(text.encode("utf-8", "surrogatepass"))
         if len(text.strip()) < config.min_text_chars:
-            stats.drop("too_short")
+            stats.drop("too_short", text_bytes)
             continue
         lang, score = identifier.predict(text)
         if score < config.langid.min_score:
-            stats.drop("lang_low_score")
+            stats.drop("lang_low_score", text_bytes)
             continue
         if allowed and lang not in allowed:
-            stats.drop("lang_not_allowed")
+            stats.drop("lang_not_allowed", text_bytes)
             continue
         record = document.record
         for name, value in (("id", document_id(record, job.warc_name)), ("url", record.target_uri),
@@ -103,7 +104,7 @@ def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging
                             ("charset", document.charset)):
             columns[name].append(value)
         stats.notes[f"lang_{lang}"] += 1
-        stats.bytes_out += len(text.encode("utf-8"))
+        stats.bytes_out += text_bytes
     stats.documents_out = len(columns["id"])
     shard_bytes = write_documents(columns, job.output_url)
 

@@ -48,7 +48,7 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
         label = f"{family}/{reason}" if family else KEPT
         _remember_example(examples, label, row, config.examples_per_reason)
         if family:
-            stats.drop(label)
+            stats.drop(label, text_bytes)
             funnel[family].update(documents=1, tokens=row["word_tokens"])
             removed.append((row["id"], row["url"], row["lang"], family, reason))
             continue
