@@ -2,9 +2,15 @@
 MLflow. Two variants x two seeds on the small corpus plus one page that copies an evaluation text."""
 from __future__ import annotations
 
+import glob
 import html
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import mlflow
 import pytest
@@ -33,7 +39,7 @@ def _planted_warc(path, data_dir) -> None:
 
 
 @pytest.fixture(scope="module")
-def ablation_config(small_corpus, data_dir, tmp_path_factory):
+def ablation_raw(small_corpus, data_dir, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("ablation")
     (out / "planted").mkdir()
     _planted_warc(out / "planted" / "planted.warc.gz", data_dir)
@@ -50,8 +56,13 @@ def ablation_config(small_corpus, data_dir, tmp_path_factory):
             "encyclopedic": {"paths": ["{data_dir}/reference/wikitext-2/wiki.test.raw"],
                              "format": "wikitext_articles", "max_chars": 2500}}},
         "mlflow": {"experiment": "ablation-test"}}
-    raw["train"] |= {"eval": {"every": 2, "batches": 1}, "checkpoint": {"every": 2}}
-    return parse_ablation(raw)
+    raw["train"] |= {"eval": {"every": 2, "batches": 1}, "checkpoint": {"every": 2}, "log_every": 1}
+    return raw
+
+
+@pytest.fixture(scope="module")
+def ablation_config(ablation_raw):
+    return parse_ablation(ablation_raw)
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +145,78 @@ def test_sluice_compare_prints_the_table_from_mlflow(ablation_runs, capsys):
     assert "| raw |" in printed and "| +dedup |" in printed and f"Verdict: {first['verdict']}" in printed
     assert main(["compare", first["mlflow_run_id"], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["baseline"] == "raw"
+
+
+def _checkpointed_unfinished_run(train_dir: str, before: set[str]) -> str | None:
+    """A training folder this ablation made that has a complete checkpoint and no result yet, once another
+    folder of this ablation has finished (so the kill lands in the second run, after the first)."""
+    from flows.ablation import RESULT_FILE
+
+    new = [path for path in glob.glob(f"{train_dir}/*") if path not in before]
+    finished = [path for path in new if os.path.exists(f"{path}/{RESULT_FILE}")]
+    for path in new:
+        if finished and path not in finished and glob.glob(f"{path}/step-*/complete"):
+            return path
+    return None
+
+
+def test_a_killed_ablation_resumes_and_a_given_tokenizer_is_used_as_is(ablation_raw, ablation_runs, tmp_path):
+    """Kill the whole ablation (flow process and trainer group) in its second training run, after a checkpoint;
+    the rerun skips the finished run, continues the killed one from its checkpoint in the same MLflow run, and
+    trains with the tokenizer file it was given."""
+    from flows.ablation import RESULT_FILE
+    from flows.training_flow import LAUNCHER_RECORD
+    from storage.manifest import sha256_file
+
+    store = ablation_raw["base"]["store"]
+    given = sorted(glob.glob(f"{store}/tokenizer/*/tokenizer.model"))[0]
+    raw = json.loads(json.dumps(ablation_raw)) | {"name": "ablation-resume", "seeds": [2], "tokens": 2 * TOKENS,
+                                                  "tokenizer": {"path": given}}
+    raw["train"]["checkpoint"] = {"every": 2}
+    config_file = tmp_path / "ablation.yaml"
+    config_file.write_text(yaml.safe_dump(raw))
+    train_dir = f"{store}/train"
+    before = set(glob.glob(f"{train_dir}/*"))
+    script = ("import sys, yaml; from configs.ablation import parse_ablation; from flows.ablation import ablation_flow; "
+              "ablation_flow(parse_ablation(yaml.safe_load(open(sys.argv[1]))))")
+    process = subprocess.Popen([sys.executable, "-c", script, str(config_file)], start_new_session=True,
+                               env=os.environ | {"PREFECT_HOME": str(tmp_path / "prefect")},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    killed = None
+    while killed is None and process.poll() is None and time.monotonic() < deadline:
+        killed = _checkpointed_unfinished_run(train_dir, before)
+        time.sleep(0.05)
+    try:
+        assert killed is not None, "the ablation ended or timed out before its second run checkpointed"
+        with open(f"{killed}/{LAUNCHER_RECORD}") as handle:
+            trainer_group = json.load(handle)["pgid"]
+        for group in (process.pid, trainer_group):
+            os.killpg(group, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    killed_at_ms = time.time() * 1000
+    finished_first = [path for path in glob.glob(f"{train_dir}/*") if path not in before and path != killed]
+    with open(f"{finished_first[0]}/{RESULT_FILE}") as handle:
+        first_result = json.load(handle)
+    client = mlflow.MlflowClient()
+    first_history = len(client.get_metric_history(first_result["mlflow_run_id"], "loss"))
+
+    from flows.ablation import ablation_flow
+
+    result = ablation_flow(parse_ablation(raw))
+    children = _children(result["mlflow_run_id"])
+    assert sorted(run.data.tags["sluice.variant"] for run in children) == ["+dedup", "raw"]
+    assert len(client.get_metric_history(first_result["mlflow_run_id"], "loss")) == first_history  # not retrained
+    with open(f"{killed}/{RESULT_FILE}") as handle:
+        resumed_id = json.load(handle)["mlflow_run_id"]
+    assert resumed_id in {run.info.run_id for run in children}
+    history = client.get_metric_history(resumed_id, "loss")
+    assert {metric.step for metric in history} == set(range(1, 9))
+    after_kill = {metric.step for metric in history if metric.timestamp > killed_at_ms}
+    assert after_kill and min(after_kill) > 2, after_kill   # continued from a checkpoint, not from step 1
+    for run in children:
+        used = run.data.params["data.tokenizer"]
+        assert used != given and sha256_file(used) == sha256_file(given)
