@@ -24,11 +24,12 @@ from flows.ablation_data import prepare_data
 from flows.ablation_report import RUN_KIND, log_datasets, publish_ablation_report
 from flows.dask_cluster import dask_cluster
 from flows.evaluation_stages import suite_file
-from flows.tracking import flatten, run_page_url, use_experiment
 from flows.training_flow import training_flow
 from flows.training_inputs import train_on_mixture
 from storage.fs import local_path
 from tasks.evaluation.suite import SUITE_FILE
+from tracking.params import flatten
+from tracking.store import run_page_url, use_experiment
 from training.plan import plan
 
 RESULT_FILE = "ablation_result.json"       # beside a finished run's checkpoints

@@ -17,10 +17,10 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 from configs.ablation import AblationConfig
 from flows.evaluation_stages import suite_file
 from flows.reporting import artifact_key
-from flows.tracking import artifact_url
 from tasks.evaluation.charts import curves_png, domain_bars_png
 from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
 from tasks.evaluation.suite import SUITE_FILE
+from tracking.store import artifact_url
 
 RUN_KIND = "ablation-run"
 SUITE_METRIC = "suite_bpb/"

@@ -170,7 +170,7 @@ def _compare(args) -> int:
     import mlflow
 
     from flows.ablation_report import comparison, comparison_text
-    from flows.tracking import tracking_uri
+    from tracking.store import tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri(None))
     try:

@@ -12,12 +12,13 @@ from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
 from flows.mixture_stage import mixture_stage_flow
 from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
-from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.run_summary import publish_run_summary
-from flows.tracking import flatten, run_page_url, use_experiment
+from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.training_flow import training_flow
 from flows.training_inputs import training_config
 from storage.fs import local_path
+from tracking.params import flatten
+from tracking.store import run_page_url, use_experiment
 
 
 @flow(name="sluice-curation", log_prints=True)

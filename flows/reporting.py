@@ -9,8 +9,8 @@ import mlflow
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.schema import Recipe
-from flows.tracking import artifact_url, stage_metrics
 from storage.manifest import Manifest
+from tracking.store import artifact_url
 
 TOP_REASONS = 4
 REPORT_FILE = "report.json"
@@ -130,3 +130,12 @@ def _summary_markdown(stage: str, manifest: Manifest, manifest_url: str, cached:
         *[f"| {reason} | {count} |" for reason, count in stats["problems"].items()],
     ]
     return "\n".join(lines)
+
+
+def stage_metrics(stage: str, stats: dict) -> dict[str, float]:
+    """Numbers of a stage's stats as MLflow metrics: `<stage>.documents_out`, `<stage>.drop.non_html`, ..."""
+    metrics = {f"{stage}.{key}": float(value) for key, value in stats.items() if isinstance(value, (int, float))}
+    for group in ("drops", "problems"):
+        metrics.update({f"{stage}.{group[:-1]}.{reason}": float(count)
+                        for reason, count in stats.get(group, {}).items()})
+    return metrics

@@ -7,7 +7,7 @@ import mlflow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.reporting import artifact_key
-from flows.tracking import artifact_url, run_page_url
+from tracking.store import artifact_url, run_page_url
 
 
 def publish_run_summary(recipe_name: str, stages: dict, run_id: str, tracking_uri: str) -> None:

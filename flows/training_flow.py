@@ -18,7 +18,7 @@ from prefect.runtime import flow_run
 
 from configs.training import TrainingConfig
 from flows.processes import kill_process_group
-from training.metrics import RUN_RECORD
+from tracking.run_logger import RUN_RECORD
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: which process group runs the trainer

@@ -20,11 +20,11 @@ import torch.nn.functional as F
 
 from configs.tokenizer import EOS_ID
 from configs.training import TrainingConfig, load_training_config
-from flows.tracking import flatten
+from tracking.params import flatten
+from tracking.run_logger import RunLogger
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
-from training.metrics import RunLogger
 from training.model import Transformer
 from training.noise_scale import NoiseScale
 from training.optim import build_optimizer, learning_rate
@@ -161,7 +161,7 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     tracker.text(json.dumps(model_spec.to_dict(), indent=2), "model_config.json")
     final = latest_checkpoint(config.checkpoint.dir)
     if final and env.is_main:
-        tracker.client.log_artifacts(tracker.run_id, final, "checkpoint")
+        tracker.artifacts(final, "checkpoint")
     tracker.finish()
 
 

@@ -1,14 +1,11 @@
-"""MLflow reporting for stages: metrics, params and the stats/manifest artifacts of one pipeline run."""
+"""Where runs are tracked: the tracking URI, experiments with their artifact location, and browser URLs of runs
+and artifacts when a tracking server serves them."""
 from __future__ import annotations
 
 import os
 from urllib.parse import quote
 
-import mlflow
-
 from storage.locations import state_dir
-
-MAX_PARAM_LENGTH = 6000
 
 
 def tracking_uri(configured: str | None) -> str:
@@ -17,6 +14,8 @@ def tracking_uri(configured: str | None) -> str:
 
 def use_experiment(name: str, configured_uri: str | None) -> str:
     """Point MLflow at the tracking store and experiment; local stores keep artifacts under the state dir."""
+    import mlflow
+
     uri = tracking_uri(configured_uri)
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(name) is None:
@@ -29,25 +28,6 @@ def artifact_location(experiment: str, uri: str) -> str | None:
     """Local (SQLite) stores keep artifacts under the state dir, not in `./mlruns` of whatever the working
     directory is; a tracking server decides for itself (None)."""
     return (state_dir() / "mlartifacts" / experiment).resolve().as_uri() if uri.startswith("sqlite:") else None
-
-
-def flatten(prefix: str, value, out: dict[str, str] | None = None) -> dict[str, str]:
-    out = {} if out is None else out
-    if isinstance(value, dict):
-        for key, item in value.items():
-            flatten(f"{prefix}.{key}" if prefix else str(key), item, out)
-    else:
-        out[prefix] = str(value)[:MAX_PARAM_LENGTH]
-    return out
-
-
-def stage_metrics(stage: str, stats: dict) -> dict[str, float]:
-    """Numbers of a stage's stats as MLflow metrics: `<stage>.documents_out`, `<stage>.drop.non_html`, ..."""
-    metrics = {f"{stage}.{key}": float(value) for key, value in stats.items() if isinstance(value, (int, float))}
-    for group in ("drops", "problems"):
-        metrics.update({f"{stage}.{group[:-1]}.{reason}": float(count)
-                        for reason, count in stats.get(group, {}).items()})
-    return metrics
 
 
 def served(uri: str) -> bool:

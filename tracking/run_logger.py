@@ -21,21 +21,23 @@ class RunLogger:
             return
         from mlflow.tracking import MlflowClient
 
-        from flows.tracking import tracking_uri
+        from tracking.store import tracking_uri
 
         uri = tracking_uri(config.mlflow.tracking_uri)
         self.client = MlflowClient(uri)
         self._start_run(config, uri)
         self.system = None
         if config.mlflow.system_metrics_interval_s:
-            from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+            from mlflow.system_metrics.system_metrics_monitor import (
+                SystemMetricsMonitor,
+            )
 
             self.system = SystemMetricsMonitor(self.run_id, sampling_interval=config.mlflow.system_metrics_interval_s,
                                                resume_logging=self.resumed, tracking_uri=uri)
             self.system.start()
 
     def _start_run(self, config: TrainingConfig, uri: str) -> None:
-        from flows.tracking import artifact_location
+        from tracking.store import artifact_location
 
         record = os.path.join(config.checkpoint.dir, RUN_RECORD)
         if os.path.exists(record):
@@ -81,6 +83,10 @@ class RunLogger:
     def artifact(self, path: str, folder: str | None = None) -> None:
         if self.enabled:
             self.client.log_artifact(self.run_id, path, folder)
+
+    def artifacts(self, local_dir: str, folder: str) -> None:
+        if self.enabled:
+            self.client.log_artifacts(self.run_id, local_dir, folder)
 
     def finish(self, status: str = "FINISHED") -> None:
         if self.enabled:
