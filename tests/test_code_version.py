@@ -16,7 +16,7 @@ STAGE_MODULES = {"extract": "flows.extract_stage", "dedup": "flows.dedup_stage",
 
 @pytest.fixture()
 def project_copy(tmp_path) -> Path:
-    for package in ("configs", "flows", "storage", "tasks", "training"):
+    for package in ("configs", "flows", "storage", "tasks", "tracking", "training"):
         shutil.copytree(PROJECT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
