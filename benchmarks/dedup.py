@@ -47,20 +47,16 @@ NOT_DEDUP_DECISIONS = ("too_short_after_paragraph_dedup",)  # drops by paragraph
 
 
 def _recipe(store: str, corpus: str, dedup: dict, workers: int):
+    from configs.base import merged
     from configs.schema import load_recipe, parse_recipe
 
     raw = load_recipe(ROOT / "configs" / "demo.yaml").model_dump(mode="json")
     raw["input"]["paths"] = [corpus]
     raw["store"] = store
-    raw["dedup"] = _merged(raw["dedup"], dedup)
+    raw["dedup"] = merged(raw["dedup"], dedup)
     raw["dask"]["n_workers"] = workers
     raw["mlflow"]["experiment"] = "bench-dedup"
     return parse_recipe(raw)
-
-
-def _merged(base: dict, override: dict) -> dict:
-    return {key: _merged(value, override[key]) if isinstance(value, dict) and key in override
-            else override.get(key, value) for key, value in base.items()}
 
 
 def extract_child(args) -> int:

@@ -193,7 +193,7 @@ def _server(args) -> int:
 
 
 def _corpus(args) -> int:
-    from tasks.corpus.generate import generate_corpus
+    from dev.corpus.generate import generate_corpus
 
     summary = generate_corpus(args.out, size=args.size, seed=args.seed, data_dir=args.data_dir)
     print(json.dumps(summary.get("counts", summary), indent=2))

@@ -32,7 +32,7 @@ def lid_model(data_dir) -> str:
 @pytest.fixture(scope="session")
 def small_corpus(data_dir, tmp_path_factory) -> Path:
     """The seeded `small` corpus, generated once per test session."""
-    from tasks.corpus.generate import generate_corpus
+    from dev.corpus.generate import generate_corpus
 
     out = tmp_path_factory.mktemp("corpus-small")
     generate_corpus(out, size="small", seed=0, data_dir=data_dir)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from tasks.corpus.generate import generate_corpus
-from tasks.corpus.http_message import parse_response
-from tasks.corpus.similarity import jaccard, main_text, shingles
+from dev.corpus.generate import generate_corpus
+from dev.corpus.http_message import parse_response
+from dev.corpus.similarity import jaccard, main_text, shingles
 
 KINDS_THAT_MUST_APPEAR = ("original", "exact_dup", "near_dup", "spam", "boilerplate_heavy", "non_html", "redirect",
                           "not_found", "server_error", "bad_charset", "real_cc", "truncated")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from tasks.corpus.captures import Capture
+from dev.corpus.captures import Capture
 
 CRAWL_START = datetime(2024, 5, 17, tzinfo=timezone.utc)
 CRAWL_SECONDS = 14 * 24 * 3600

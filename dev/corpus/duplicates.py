@@ -4,11 +4,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from tasks.corpus.captures import Capture, observed_charset
-from tasks.corpus.context import BuildContext
-from tasks.corpus.near_duplicates import TARGETS, ChromeContext, make_near_duplicate
-from tasks.corpus.similarity import main_text
-from tasks.corpus.urls import (amp_copy, host_of, mirror_copy, mobile_copy, print_copy, scheme_swapped,
+from dev.corpus.captures import Capture, observed_charset
+from dev.corpus.context import BuildContext
+from dev.corpus.near_duplicates import TARGETS, ChromeContext, make_near_duplicate
+from dev.corpus.similarity import main_text
+from dev.corpus.urls import (amp_copy, host_of, mirror_copy, mobile_copy, print_copy, scheme_swapped,
                                tracking_copy, www_toggled)
 
 EXACT_STYLES = ("recrawl", "tracking_query", "other_scheme", "other_www", "mobile_host", "mirror_site")

@@ -18,18 +18,18 @@ from datetime import timedelta
 from pathlib import Path
 
 from storage.locations import shared_data_dir
-from tasks.corpus.assemble import assemble, reserve_pages
-from tasks.corpus.captures import Capture
-from tasks.corpus.context import BuildContext, HostProfiles, TemplateSupply
-from tasks.corpus.http_message import request_block, response_block
-from tasks.corpus.labels import label
-from tasks.corpus.passages import PassagePool
-from tasks.corpus.plan import CorpusPlan, plan_for
-from tasks.corpus.real_records import load_real_responses
-from tasks.corpus.schedule import CRAWL_START, assign_dates, into_shards
-from tasks.corpus.sources import load_source_pages
-from tasks.corpus.urls import UrlRegistry, host_of
-from tasks.corpus.warc_writer import Fetch, RecordIds, ShardSummary, ShardWriter
+from dev.corpus.assemble import assemble, reserve_pages
+from dev.corpus.captures import Capture
+from dev.corpus.context import BuildContext, HostProfiles, TemplateSupply
+from dev.corpus.http_message import request_block, response_block
+from dev.corpus.labels import label
+from dev.corpus.passages import PassagePool
+from dev.corpus.plan import CorpusPlan, plan_for
+from dev.corpus.real_records import load_real_responses
+from dev.corpus.schedule import CRAWL_START, assign_dates, into_shards
+from dev.corpus.sources import load_source_pages
+from dev.corpus.urls import UrlRegistry, host_of
+from dev.corpus.warc_writer import Fetch, RecordIds, ShardSummary, ShardWriter
 
 GENERATOR_VERSION = "1.0"
 SHARD_GLOB = "CC-SLUICE-*-*.warc.gz"

@@ -9,8 +9,8 @@ import html
 import random
 from collections.abc import Sequence
 
-from tasks.corpus.html_edit import Paragraph, paragraph_html, replace_article, set_title
-from tasks.corpus.http_message import reason_phrase
+from dev.corpus.html_edit import Paragraph, paragraph_html, replace_article, set_title
+from dev.corpus.http_message import reason_phrase
 
 NOT_FOUND_MESSAGES = {
     "en": ("Page not found", "Sorry, the page you are looking for does not exist or has been moved. "

@@ -6,8 +6,8 @@ import random
 import re
 from collections.abc import Sequence
 
-from tasks.corpus.html_edit import Paragraph, append_to_body, replace_article
-from tasks.corpus.urls import slug
+from dev.corpus.html_edit import Paragraph, append_to_body, replace_article
+from dev.corpus.urls import slug
 
 SECTIONS = {
     "en": ("News", "Politics", "Business", "Tech", "Science", "Health", "Sports", "Culture", "Travel", "Food",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-from tasks.corpus.http_message import ParsedResponse, parse_response
+from dev.corpus.http_message import ParsedResponse, parse_response
 
 REAL_WARCS = (
     "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz",

@@ -4,15 +4,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
-from tasks.corpus.captures import NO_CHARSET, Capture, observed_charset
-from tasks.corpus.charsets import CharsetFacts, strip_charset_declarations, with_meta_charset
-from tasks.corpus.context import BuildContext
-from tasks.corpus.error_pages import (cdn_error_page, maintenance_page, redirect_body, server_error_page,
+from dev.corpus.captures import NO_CHARSET, Capture, observed_charset
+from dev.corpus.charsets import CharsetFacts, strip_charset_declarations, with_meta_charset
+from dev.corpus.context import BuildContext
+from dev.corpus.error_pages import (cdn_error_page, maintenance_page, redirect_body, server_error_page,
                                       themed_not_found, wordpress_critical_error)
-from tasks.corpus.non_html import json_post, pdf_document, plain_text, robots_txt, rss_feed
-from tasks.corpus.originals import headline
-from tasks.corpus.real_records import RealResponse
-from tasks.corpus.urls import host_of, numbered, scheme_swapped, slug, with_path, www_toggled
+from dev.corpus.non_html import json_post, pdf_document, plain_text, robots_txt, rss_feed
+from dev.corpus.originals import headline
+from dev.corpus.real_records import RealResponse
+from dev.corpus.urls import host_of, numbered, scheme_swapped, slug, with_path, www_toggled
 
 NON_HTML_VARIANTS = ("image", "pdf", "json", "rss", "plain_text", "robots_txt")
 SERVER_ERROR_VARIANTS = ("server_500", "wordpress_500", "bad_gateway_502", "maintenance_503",

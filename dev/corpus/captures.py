@@ -5,8 +5,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from tasks.corpus.charsets import CharsetFacts, actual_charset, declared_meta_charset
-from tasks.corpus.real_records import RealResponse
+from dev.corpus.charsets import CharsetFacts, actual_charset, declared_meta_charset
+from dev.corpus.real_records import RealResponse
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 NO_CHARSET = CharsetFacts(None, None, None, False)

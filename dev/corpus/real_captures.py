@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
-from tasks.corpus.captures import Capture, observed_charset
-from tasks.corpus.charsets import CharsetFacts
-from tasks.corpus.real_records import RealResponse
-from tasks.corpus.similarity import main_text
+from dev.corpus.captures import Capture, observed_charset
+from dev.corpus.charsets import CharsetFacts
+from dev.corpus.real_records import RealResponse
+from dev.corpus.similarity import main_text
 
 HTML_SHARE_OF_SAMPLE = 2 / 3
 

@@ -5,8 +5,8 @@ import html
 import random
 from collections.abc import Sequence
 
-from tasks.corpus.html_edit import Paragraph, paragraph_html, replace_article, replace_spans, set_title, vocabulary
-from tasks.corpus.urls import slug
+from dev.corpus.html_edit import Paragraph, paragraph_html, replace_article, replace_spans, set_title, vocabulary
+from dev.corpus.urls import slug
 
 KEYWORDS = ("best online casino", "free spins no deposit", "payday loans", "cheap replica watches",
             "buy instagram followers", "weight loss pills", "crypto trading bot", "essay writing service",

@@ -13,11 +13,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tasks.corpus.boilerplate import menu_topics, swap_chrome
-from tasks.corpus.html_edit import (Paragraph, edit_words, main_paragraphs, paragraph_html, replace_spans,
+from dev.corpus.boilerplate import menu_topics, swap_chrome
+from dev.corpus.html_edit import (Paragraph, edit_words, main_paragraphs, paragraph_html, replace_spans,
                                     vocabulary)
-from tasks.corpus.passages import PassagePool
-from tasks.corpus.similarity import jaccard, main_text, shingles
+from dev.corpus.passages import PassagePool
+from dev.corpus.similarity import jaccard, main_text, shingles
 
 TARGETS = (0.9, 0.8, 0.7, 0.5)
 RECIPES = ("word_edits", "paragraph_edits", "chrome_swap_and_word_edits")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from tasks.corpus.urls import crawlable, slug
+from dev.corpus.urls import crawlable, slug
 
 TRAFILATURA_DIR = Path("html/trafilatura_eval")
 READABILITY_DIR = Path("html/mozilla_readability")

@@ -8,7 +8,7 @@ from email.utils import format_datetime
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from tasks.corpus.urls import crawlable
+from dev.corpus.urls import crawlable
 
 CRAWLER_REQUEST_HEADERS = (
     ("User-Agent", "CCBot/2.0 (https://commoncrawl.org/faq/)"),

@@ -5,12 +5,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tasks.corpus.html_edit import Paragraph, main_paragraphs
-from tasks.corpus.http_message import ServerProfile, server_profile
-from tasks.corpus.passages import PassagePool
-from tasks.corpus.similarity import main_text, shared, shingles
-from tasks.corpus.sources import SourcePage
-from tasks.corpus.urls import UrlRegistry, host_of
+from dev.corpus.html_edit import Paragraph, main_paragraphs
+from dev.corpus.http_message import ServerProfile, server_profile
+from dev.corpus.passages import PassagePool
+from dev.corpus.similarity import main_text, shared, shingles
+from dev.corpus.sources import SourcePage
+from dev.corpus.urls import UrlRegistry, host_of
 
 MIN_TEMPLATE_PARAGRAPHS = 3
 MIN_ARTICLE_RECALL = 0.7      # share of the paragraphs' shingles that the extractor keeps

@@ -25,8 +25,8 @@ Fields:
 """
 from __future__ import annotations
 
-from tasks.corpus.captures import Capture
-from tasks.corpus.warc_writer import warc_date
+from dev.corpus.captures import Capture
+from dev.corpus.warc_writer import warc_date
 
 
 def label(capture: Capture, warc_file: str, record_id: str, offset: int) -> dict:

@@ -6,18 +6,18 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tasks.corpus.captures import Capture
-from tasks.corpus.charsets import TRAPS, has_non_western_charset
-from tasks.corpus.context import BuildContext, decoded
-from tasks.corpus.duplicates import Clusters, exact_duplicates, near_duplicates
-from tasks.corpus.http_outcomes import (IMAGE_EXTENSIONS, NON_HTML_VARIANTS, SERVER_ERROR_VARIANTS, non_html_capture,
+from dev.corpus.captures import Capture
+from dev.corpus.charsets import TRAPS, has_non_western_charset
+from dev.corpus.context import BuildContext, decoded
+from dev.corpus.duplicates import Clusters, exact_duplicates, near_duplicates
+from dev.corpus.http_outcomes import (IMAGE_EXTENSIONS, NON_HTML_VARIANTS, SERVER_ERROR_VARIANTS, non_html_capture,
                                         not_found_capture, redirect_capture, server_error_capture)
-from tasks.corpus.originals import source_original, transplanted_original
-from tasks.corpus.plan import MIN_TRANSPLANT_SHARE, CorpusPlan
-from tasks.corpus.real_captures import real_captures
-from tasks.corpus.real_records import RealResponse
-from tasks.corpus.sources import SourcePage
-from tasks.corpus.traps import BOILERPLATE_VARIANTS, SPAM_VARIANTS, bad_charset_page, boilerplate_heavy_page, spam_page
+from dev.corpus.originals import source_original, transplanted_original
+from dev.corpus.plan import MIN_TRANSPLANT_SHARE, CorpusPlan
+from dev.corpus.real_captures import real_captures
+from dev.corpus.real_records import RealResponse
+from dev.corpus.sources import SourcePage
+from dev.corpus.traps import BOILERPLATE_VARIANTS, SPAM_VARIANTS, bad_charset_page, boilerplate_heavy_page, spam_page
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,13 @@ import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from tasks.corpus.captures import Capture, observed_charset
-from tasks.corpus.charsets import CharsetFacts, strip_charset_declarations, with_meta_charset
-from tasks.corpus.context import BuildContext
-from tasks.corpus.html_edit import transplant
-from tasks.corpus.similarity import jaccard, main_text, shared, shingles
-from tasks.corpus.sources import SourcePage
-from tasks.corpus.urls import slug
+from dev.corpus.captures import Capture, observed_charset
+from dev.corpus.charsets import CharsetFacts, strip_charset_declarations, with_meta_charset
+from dev.corpus.context import BuildContext
+from dev.corpus.html_edit import transplant
+from dev.corpus.similarity import jaccard, main_text, shared, shingles
+from dev.corpus.sources import SourcePage
+from dev.corpus.urls import slug
 
 REFERENCE_LANGUAGE = "en"             # all reference texts are English
 ARTICLE_WORDS = (200, 600)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 
-from tasks.corpus.boilerplate import chrome_dominated, listing_page, menu_topics
-from tasks.corpus.captures import Capture, observed_charset
-from tasks.corpus.charsets import reencode, strip_charset_declarations, with_meta_charset
-from tasks.corpus.context import BuildContext, Template
-from tasks.corpus.html_edit import vocabulary
-from tasks.corpus.originals import REFERENCE_LANGUAGE
-from tasks.corpus.sources import SourcePage
-from tasks.corpus.spam import KEYWORDS, SPAM_TLDS, keyword_stuffed, link_farm, word_salad
-from tasks.corpus.urls import numbered, slug, with_path
+from dev.corpus.boilerplate import chrome_dominated, listing_page, menu_topics
+from dev.corpus.captures import Capture, observed_charset
+from dev.corpus.charsets import reencode, strip_charset_declarations, with_meta_charset
+from dev.corpus.context import BuildContext, Template
+from dev.corpus.html_edit import vocabulary
+from dev.corpus.originals import REFERENCE_LANGUAGE
+from dev.corpus.sources import SourcePage
+from dev.corpus.spam import KEYWORDS, SPAM_TLDS, keyword_stuffed, link_farm, word_salad
+from dev.corpus.urls import numbered, slug, with_path
 
 SPAM_VARIANTS = ("keyword_stuffed", "link_farm", "word_salad")
 BOILERPLATE_VARIANTS = ("chrome_dominated", "listing_page")
