@@ -40,9 +40,9 @@ GOALS = {"agreement_per_filter": 0.99, "heuristics_speedup_vs_datatrove_per_core
 
 
 def shard_urls(extract: dict) -> list[str]:
-    from flows.stage_runner import parent_shard_urls
+    from storage.stage_result import stage_shard_urls
 
-    return parent_shard_urls(extract)
+    return stage_shard_urls(extract)
 
 
 def write_english_documents(extract: dict, path: Path) -> int:

@@ -40,9 +40,9 @@ GOALS = {"stage_over_bare_loop": 1.2, "speedup_vs_datatrove_per_core": 1.0, "sca
 
 
 def shard_urls(extract: dict) -> list[str]:
-    from flows.stage_runner import parent_shard_urls
+    from storage.stage_result import stage_shard_urls
 
-    return parent_shard_urls(extract)
+    return stage_shard_urls(extract)
 
 
 def train_child(args) -> int:
@@ -109,11 +109,11 @@ def stage_child(args) -> int:
 def mixture_error(stage: dict, extract: dict) -> dict:
     """The demo recipe's mixture (sources, weights, budget) drawn from the bench corpus's token shards."""
     from configs.schema import load_recipe
-    from flows.stage_runner import parent_shard_urls
+    from storage.stage_result import stage_shard_urls
     from storage.manifest import Manifest
     from tasks.mixture.mix import mix
 
-    pairs = list(zip(parent_shard_urls(stage), [e.source for e in Manifest.load(stage["manifest"]).shards]))
+    pairs = list(zip(stage_shard_urls(stage), [e.source for e in Manifest.load(stage["manifest"]).shards]))
     shutil.rmtree(WORK / "mixture", ignore_errors=True)
     result = mix(pairs, str(WORK / "mixture"), VOCAB, load_recipe(ROOT / "configs" / "demo.yaml").mixture)
     return {key: result[key] for key in ("sources", "train_tokens", "max_abs_weight_error")}

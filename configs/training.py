@@ -81,6 +81,9 @@ class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
     tags: dict[str, str] = Field(default_factory=dict, description="lineage: the data manifests the run read")
+    register_model: str | None = Field(None, description=(
+        "register the trained model in MLflow's model registry under this name (tagged with its data's digests); "
+        "None: logged with the run, not registered"))
     system_metrics_interval_s: float | None = Field(10.0, gt=0, description=(
         "seconds between MLflow system-metrics samples (CPU, memory, disk, network, GPU); None: off"))
 

@@ -23,10 +23,10 @@ from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
 from flows.ablation_report import RUN_KIND, log_datasets, publish_ablation_report
 from flows.dask_cluster import dask_cluster
-from flows.evaluation_stages import suite_file
 from flows.training_flow import training_flow
 from flows.training_inputs import train_on_mixture
 from storage.fs import local_path
+from storage.stage_result import stage_file
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.params import flatten
 from tracking.store import run_page_url, use_experiment
@@ -130,7 +130,7 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
     mixture = data["variants"][variant]["mixtures"][seed]
     suite = data["suite"]
     config = train_on_mixture(
-        run_spec(ablation, seed, suite_file(suite, SUITE_FILE)), f"{ablation.name}-{variant}-seed{seed}", store,
+        run_spec(ablation, seed, stage_file(suite, SUITE_FILE)), f"{ablation.name}-{variant}-seed{seed}", store,
         ablation.mlflow.experiment, data["tokenizer"], mixture, tracking,
         {"mlflow.parentRunId": parent_id, "sluice.kind": RUN_KIND, "sluice.ablation": ablation.name,
          "sluice.variant": variant, "sluice.seed": str(seed), "sluice.tokens_per_update": str(per_update),

@@ -8,22 +8,23 @@ import math
 import os
 
 import mlflow
-
 from prefect import flow, get_run_logger
 from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
 from configs.schema import Recipe
 from flows.curation import document_stages, final_documents
-from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow, suite_file
+from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow
 from flows.extract_stage import extract_stage_flow
 from flows.mixture_stage import mixture_stage_flow
 from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
-from flows.tokenizer_stage import MODEL_NAME, tokenize_stage_flow, tokenizer_stage_flow
+from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from storage.fs import file_fingerprint, local_path
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.suite import NGRAMS_FILE
 from tasks.stats import StageStats
+from tasks.tokenize.train import MODEL_FILE
 
 
 def with_heldout_references(recipe: Recipe, ngrams: str) -> Recipe:
@@ -53,7 +54,7 @@ def prepare_data(ablation: AblationConfig, recipes: dict[str, Recipe], anchor: R
     `mixtures` (seed -> mixture)."""
     logger = get_run_logger()
     suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
-    ngrams = suite_file(suite, NGRAMS_FILE)
+    ngrams = stage_file(suite, NGRAMS_FILE)
     recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
     tokenizer = _shared_tokenizer(ablation, anchor, suite, runner)
     vocab_size = tokenizer["stats"]["notes"]["vocab_size"]
@@ -79,7 +80,8 @@ def prepare_data(ablation: AblationConfig, recipes: dict[str, Recipe], anchor: R
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 
 
-def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: dict, runner: DaskTaskRunner) -> dict:
+def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: StageResult,
+                      runner: DaskTaskRunner) -> StageResult:
     """The given SentencePiece model, or one trained on a seeded sample of the raw extraction output after
     decontamination (the tokenizer never sees evaluation text)."""
     if ablation.tokenizer.path:
@@ -90,7 +92,7 @@ def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: dict, run
 
 
 @flow(name="tokenizer-file", log_prints=True)
-def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> dict:
+def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> StageResult:
     """A given SentencePiece model published as a tokenizer stage, so downstream stages read it the same way."""
     import sentencepiece as spm
 
@@ -101,13 +103,13 @@ def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> dict:
 
     def produce(stage: StageContext) -> StageOutput:
         os.makedirs(stage.stage_dir, exist_ok=True)
-        with open(model_path, "rb") as source, open(stage.path(MODEL_NAME), "wb") as target:
+        with open(model_path, "rb") as source, open(stage.path(MODEL_FILE), "wb") as target:
             target.write(source.read())
-        vocab_size = spm.SentencePieceProcessor(model_file=stage.path(MODEL_NAME)).get_piece_size()
-        stats = StageStats(bytes_out=os.path.getsize(stage.path(MODEL_NAME)))
+        vocab_size = spm.SentencePieceProcessor(model_file=stage.path(MODEL_FILE)).get_piece_size()
+        stats = StageStats(bytes_out=os.path.getsize(stage.path(MODEL_FILE)))
         stats.notes.update({"vocab_size": vocab_size})
-        return StageOutput(shards=[ShardEntry(path=MODEL_NAME, bytes=stats.bytes_out,
-                                              sha256=sha256_file(stage.path(MODEL_NAME)), documents=0)], stats=stats)
+        return StageOutput(shards=[ShardEntry(path=MODEL_FILE, bytes=stats.bytes_out,
+                                              sha256=sha256_file(stage.path(MODEL_FILE)), documents=0)], stats=stats)
 
     return run_stage(recipe, spec, produce)
 

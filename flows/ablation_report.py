@@ -15,10 +15,11 @@ from mlflow.entities import DatasetInput, InputTag
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.ablation import AblationConfig
-from flows.evaluation_stages import suite_file
 from flows.reporting import artifact_key
+from storage.stage_result import stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png
 from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
+from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.store import artifact_url
 
@@ -32,7 +33,7 @@ def log_datasets(run_id: str, mixture: dict, suite: dict) -> None:
     inputs = []
     for name, location, digest, context in ((f"mixture-{mixture['fingerprint']}", mixture["manifest"],
                                              mixture["digest"], "training"),
-                                            (f"eval-suite-{suite['fingerprint']}", suite_file(suite, SUITE_FILE),
+                                            (f"eval-suite-{suite['fingerprint']}", stage_file(suite, SUITE_FILE),
                                              suite["digest"], "evaluation")):
         dataset = MetaDataset(_source(location), name=name, digest=digest[:36])
         inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]))
@@ -107,20 +108,6 @@ def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
                       "removed": removed, "unique_train_tokens": available,
                       "epochs": round(ablation.tokens / available, 4) if available else None}
     return rows
-
-
-def removed_text_bytes_per_token(tokenize_stats: dict) -> float:
-    """UTF-8 bytes per token (EOS included) of what the variant kept, under the shared tokenizer."""
-    tokens = tokenize_stats["notes"].get("tokens", 0)
-    return tokenize_stats["bytes_in"] / tokens if tokens else 0.0
-
-
-def reason_removals(stats: dict, bytes_per_token: float) -> dict[str, dict]:
-    """Per drop reason of one stage: documents, bytes of their text and the tokens that text comes to."""
-    sizes = stats.get("dropped_bytes", {})
-    return {reason: {"documents": count, "bytes": sizes.get(reason, 0),
-                     "tokens": round(sizes.get(reason, 0) / bytes_per_token) if bytes_per_token else None}
-            for reason, count in stats["drops"].items()}
 
 
 def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict, tracking: str,

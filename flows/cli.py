@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("run_id", help="the ablation's parent MLflow run id")
     compare.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
 
+    sample = commands.add_parser("sample", help="continue prompts with a trained model logged in MLflow")
+    sample.add_argument("model_uri", help="models:/<model id> (printed by `sluice train`, `run`, `ablate`)")
+    sample.add_argument("prompts", nargs="+")
+    sample.add_argument("--new-tokens", type=int, default=32)
+    sample.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
+    sample.add_argument("--seed", type=int, default=0)
+
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--prefect-port", type=int, default=4200)
@@ -68,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         return _ablate(args)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "sample":
+        return _sample(args)
     from configs.schema import RecipeError, load_recipe, parse_recipe
 
     try:
@@ -88,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(recipe) -> int:
     from flows.curation import curation_flow
+    from storage.stage_result import stage_folder
 
     result = curation_flow(recipe)
     print()
@@ -96,7 +106,7 @@ def _run(recipe) -> int:
         stats = stage["stats"]
         read = f" from {stats['records_read']} records" if stats["records_read"] else f" of {stats['candidates']}"
         print(f"  {name}: {stats['documents_out']} documents{read} ({'cached' if stage['cached'] else 'computed'})")
-        print(f"    output:          {stage['manifest'].rsplit('/', 1)[0]}/")
+        print(f"    output:          {stage_folder(stage)}/")
         print(f"    manifest:        {stage['manifest']}")
         print(f"    drops:           {json.dumps(stats['drops'])}")
         if stats["problems"]:
@@ -107,6 +117,8 @@ def _run(recipe) -> int:
               f"{training.get('val_loss')} ({training.get('val_bpb')} bits per byte)")
         print(f"    checkpoints:     {training['checkpoint_dir']}")
         print(f"    MLflow run:      {training['mlflow_run_id']}")
+        if training.get("model_uri"):
+            print(f"    model:           {training['model_uri']} (`sluice sample {training['model_uri']} \"The\"`)")
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
     print(f"  browse it:       {result.get('mlflow_run_page') or 'mlflow ui --backend-store-uri ' + result['mlflow_tracking_uri']}")
@@ -179,6 +191,23 @@ def _compare(args) -> int:
         print(f"sluice compare {args.run_id}: {error}", file=sys.stderr)
         return 2
     print(json.dumps(table, indent=2) if args.json else comparison_text(table))
+    return 0
+
+
+def _sample(args) -> int:
+    import mlflow
+
+    from tracking.store import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri(None))
+    try:
+        model = mlflow.pyfunc.load_model(args.model_uri)
+    except mlflow.exceptions.MlflowException as error:
+        print(f"sluice sample {args.model_uri}: {error}", file=sys.stderr)
+        return 2
+    params = {"new_tokens": args.new_tokens, "temperature": args.temperature, "seed": args.seed}
+    for prompt, continuation in zip(args.prompts, model.predict(args.prompts, params=params)):
+        print(f"{prompt}{continuation}")
     return 0
 
 

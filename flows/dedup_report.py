@@ -7,7 +7,7 @@ import os
 from configs.dedup import DedupConfig
 from flows.reporting import StageReport
 from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
-                                s_curve_png, s_curve_rows)
+                                s_curve_knee, s_curve_png, s_curve_rows)
 from tasks.stats import StageStats
 
 
@@ -23,7 +23,7 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
              f"removed: " + ", ".join(f"{reason} {count}" for reason, count in sorted(clusters["removed"].items()))]
     if config.minhash.enabled:
         bands, rows = config.minhash.lsh_shape()
-        knee = (1.0 / bands) ** (1.0 / rows)
+        knee = s_curve_knee(bands, rows)
         threshold = config.minhash.verify_jaccard or config.minhash.target_jaccard or knee
         rates = expected_error_rates(bands, rows, threshold)
         files.append(s_curve_png(bands, rows, threshold, os.path.join(folder, "s_curve.png")))

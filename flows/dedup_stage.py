@@ -11,8 +11,8 @@ from prefect import flow, get_run_logger
 
 from configs.schema import Recipe
 from flows.dedup_report import dedup_report
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
-                                run_stage, shard_entry, summed_stats)
+from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
 from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task
@@ -21,7 +21,7 @@ STAGE = "dedup"
 
 
 @flow(name="dedup", log_prints=True)
-def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
+def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
     """Deduplicate the documents of `parent` (a stage summary, e.g. extraction's)."""
     config = recipe.dedup
     spec = StageSpec(name=STAGE, config=config.model_dump(mode="json"), parents=[parent_of(parent)],
@@ -29,7 +29,7 @@ def dedup_stage_flow(recipe: Recipe, parent: dict) -> dict:
 
     def produce(stage: StageContext) -> StageOutput:
         logger = get_run_logger()
-        shard_urls = parent_shard_urls(parent)
+        shard_urls = stage_shard_urls(parent)
         parts = [part_name(index) for index in range(len(shard_urls))]
         work = stage.path("work")
         buckets = list(range(config.buckets))

@@ -14,11 +14,11 @@ from prefect import flow, get_run_logger
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
-                                run_stage, shard_entry, summed_stats)
+from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_urls
 from tasks.evaluation.decontaminate import DecontaminateJob
 from tasks.evaluation.suite import NGRAMS_FILE, SUITE_FILE, source_files
 from tasks.evaluation.task import build_suite_task, decontaminate_shard_task
@@ -35,7 +35,7 @@ def resolved_suite_config(recipe: Recipe, config: EvalSuiteConfig) -> EvalSuiteC
 
 
 @flow(name="eval-suite", log_prints=True)
-def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> dict:
+def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> StageResult:
     config = resolved_suite_config(recipe, config)
     lid_model = None
     if any(domain.languages for domain in config.domains.values()):
@@ -60,16 +60,16 @@ def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> dict:
 
 
 @flow(name="decontaminate", log_prints=True)
-def decontaminate_stage_flow(recipe: Recipe, documents: dict, suite: dict) -> dict:
+def decontaminate_stage_flow(recipe: Recipe, documents: StageResult, suite: StageResult) -> StageResult:
     """Remove the documents of `documents` (a stage summary) that share an n-gram with `suite`'s texts."""
     spec = StageSpec(name="decontaminate", config={}, parents=[parent_of(documents), parent_of(suite)],
                      code_root=__name__)
-    ngrams = suite_file(suite, NGRAMS_FILE)
+    ngrams = stage_file(suite, NGRAMS_FILE)
 
     def produce(stage: StageContext) -> StageOutput:
         jobs = [DecontaminateJob(url, stage.path("shards", os.path.basename(url)),
                                  stage.path("removed", os.path.basename(url)), ngrams)
-                for url in parent_shard_urls(documents)]
+                for url in stage_shard_urls(documents)]
         get_run_logger().info("decontaminate: %d shards -> %s", len(jobs), stage.stage_dir)
         results = map_tasks(decontaminate_shard_task, jobs, "decontaminate")
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
@@ -78,5 +78,3 @@ def decontaminate_stage_flow(recipe: Recipe, documents: dict, suite: dict) -> di
     return run_stage(recipe, spec, produce)
 
 
-def suite_file(suite: dict, name: str) -> str:
-    return f"{suite['manifest'].rsplit('/', 1)[0]}/{name}"

@@ -10,6 +10,7 @@ from configs.schema import ExtractConfig, Recipe
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import WARC_SUFFIXES, file_fingerprint, local_path
 from storage.locations import expand_data_dir
+from storage.stage_result import StageResult
 from tasks.extract.langid import resolve_model_path
 from tasks.extract.shard import ShardJob
 from tasks.extract.task import extract_shard_task
@@ -19,7 +20,7 @@ SHARD_SUFFIXES = sorted(WARC_SUFFIXES, key=len, reverse=True)  # longest first: 
 
 
 @flow(name="extract", log_prints=True)
-def extract_stage_flow(recipe: Recipe) -> dict:
+def extract_stage_flow(recipe: Recipe) -> StageResult:
     """Extract every input file into a document shard; skipped entirely when the stage's manifest exists."""
     inputs = recipe.input.urls()
     data_dir = local_path(recipe.data_dir) if recipe.data_dir else None

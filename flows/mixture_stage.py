@@ -8,15 +8,16 @@ from prefect import flow
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import StageContext, StageOutput, StageSpec, parent_of, parent_shard_urls, run_stage
+from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
 from storage.manifest import Manifest, ShardEntry
+from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.mixture.card import card_markdown, weights_png
 from tasks.mixture.task import mix_task
 from tasks.stats import StageStats
 
 
 @flow(name="mixture", log_prints=True)
-def mixture_stage_flow(recipe: Recipe, tokens: dict, documents: dict, vocab_size: int) -> dict:
+def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResult, vocab_size: int) -> StageResult:
     config = recipe.mixture
     spec = StageSpec(name="mixture", config=config.model_dump(mode="json") | {"vocab_size": vocab_size},
                      parents=[parent_of(tokens), parent_of(documents)],
@@ -25,7 +26,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: dict, documents: dict, vocab_size
     def produce(stage: StageContext) -> StageOutput:
         # each token shard's manifest entry names the document shard it was made from
         made_from = [entry.source for entry in Manifest.load(tokens["manifest"]).shards]
-        pairs = list(zip(parent_shard_urls(tokens), made_from))
+        pairs = list(zip(stage_shard_urls(tokens), made_from))
         result = mix_task.submit(pairs, stage.stage_dir, vocab_size, config).result()
         stats = StageStats(candidates=result["train_documents"] + result["validation_documents"],
                            documents_out=result["train_documents"] + result["validation_documents"],

@@ -30,17 +30,6 @@ def models_report(kenlm: list[dict], classifier: dict | None) -> StageReport:
     return StageReport(markdown="\n".join(lines), tables=tables)
 
 
-def funnel_rows(results: list[dict], families: list[str]) -> list[dict]:
-    documents = sum(result["candidates"] for result in results)
-    tokens = sum(result["notes"].get("tokens_in", 0) for result in results)
-    rows = [{"step": "scored", "documents": documents, "word_tokens": tokens}]
-    for family in families:
-        documents -= sum(result["funnel"].get(family, {}).get("documents", 0) for result in results)
-        tokens -= sum(result["funnel"].get(family, {}).get("tokens", 0) for result in results)
-        rows.append({"step": f"after {family}", "documents": documents, "word_tokens": tokens})
-    return rows
-
-
 def filter_report(config: QualityFilterConfig, cutoffs: dict, funnel: list[dict], drops: dict[str, int],
                   examples: dict[str, list[dict]], folder: str) -> StageReport:
     chart = histograms_png(cutoffs["histograms"], thresholds_by_attribute(config, cutoffs),

@@ -13,13 +13,14 @@ from prefect import flow, get_run_logger
 
 from configs.quality import QualityConfig
 from configs.schema import Recipe
-from flows.quality_report import filter_report, funnel_rows, models_report
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
-                                run_stage, shard_entry, summed_stats)
+from flows.quality_report import filter_report, models_report
+from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_result import StageResult, parent_of, stage_folder, stage_shard_urls
 from tasks.quality.apply import FilterJob, merge_examples
+from tasks.quality.funnel import funnel_rows
 from tasks.quality.models import MODELS_FILE, write_models_index
 from tasks.quality.reference import reference_files
 from tasks.quality.rules import family_checks
@@ -53,7 +54,7 @@ def _file_identities(paths: list[str]) -> list[dict]:
 
 
 @flow(name="quality-models", log_prints=True)
-def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
+def quality_models_stage_flow(recipe: Recipe, raw_documents: StageResult) -> StageResult:
     config = resolved_quality_config(recipe)
     kenlm = config.kenlm if config.kenlm.enabled else None
     classifier = config.classifier if config.classifier.enabled else None
@@ -73,7 +74,7 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
         kenlm_futures = [train_kenlm_task.submit(lang, paths, models_dir, kenlm)
                          for lang, paths in sorted(kenlm.reference.items())] if kenlm else []
         classifier_future = train_classifier_task.submit(
-            parent_shard_urls(raw_documents), models_dir, classifier,
+            stage_shard_urls(raw_documents), models_dir, classifier,
             {"positives": classifier.evaluation_positives, "negatives": classifier.evaluation_negatives}) \
             if classifier else None
         kenlm_results = [future.result() for future in kenlm_futures]
@@ -95,7 +96,7 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: dict) -> dict:
 
 
 @flow(name="quality-scores", log_prints=True)
-def quality_scores_stage_flow(recipe: Recipe, documents: dict, models: dict) -> dict:
+def quality_scores_stage_flow(recipe: Recipe, documents: StageResult, models: StageResult) -> StageResult:
     config = resolved_quality_config(recipe)
     scoring = {"c4_lines": config.c4_lines.model_dump(mode="json"), "max_chars": config.max_chars,
                "kenlm": config.kenlm.enabled, "classifier": config.classifier.enabled}
@@ -104,9 +105,9 @@ def quality_scores_stage_flow(recipe: Recipe, documents: dict, models: dict) -> 
                      code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        models_dir = models["manifest"].rsplit("/", 1)[0]
+        models_dir = stage_folder(models)
         jobs = [ScoreJob(url, stage.path("shards", os.path.basename(url)), models_dir)
-                for url in parent_shard_urls(documents)]
+                for url in stage_shard_urls(documents)]
         get_run_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
         results = map_tasks(score_shard_task, jobs, "quality scores", config=config,
                             bad_words_dir=config.bad_words_dir)
@@ -117,7 +118,7 @@ def quality_scores_stage_flow(recipe: Recipe, documents: dict, models: dict) -> 
 
 
 @flow(name="quality-filter", log_prints=True)
-def quality_filter_stage_flow(recipe: Recipe, scores: dict) -> dict:
+def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResult:
     config = recipe.quality
     thresholds = config.filter
     spec = StageSpec(name="quality_filter",
@@ -126,7 +127,7 @@ def quality_filter_stage_flow(recipe: Recipe, scores: dict) -> dict:
                      parents=[parent_of(scores)], code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        shard_urls = parent_shard_urls(scores)
+        shard_urls = stage_shard_urls(scores)
         cutoffs = summarize_task.submit(shard_urls, config).result()
         jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
                 for url in shard_urls]

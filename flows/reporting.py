@@ -10,6 +10,7 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 
 from configs.schema import Recipe
 from storage.manifest import Manifest
+from storage.stage_result import StageResult, stage_result
 from tracking.store import artifact_url
 
 TOP_REASONS = 4
@@ -42,7 +43,7 @@ class StageReport:
 
 
 def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, shard_results: list[dict],
-                         cached: bool, report: StageReport | None = None) -> dict:
+                         cached: bool, report: StageReport | None = None) -> StageResult:
     stats = manifest.stats
     stage = manifest.stage
     report = report or StageReport()
@@ -76,8 +77,7 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
         for path in report.files:
             mlflow.log_artifact(path, f"stages/{stage}")
             _image_artifact(recipe.name, stage, path)
-    return {"stage": stage, "fingerprint": manifest.fingerprint, "manifest": manifest_url,
-            "digest": manifest.digest(), "cached": cached, "stats": stats}
+    return stage_result(manifest, manifest_url, cached)
 
 
 def _image_artifact(recipe_name: str, stage: str, path: str) -> None:

@@ -18,9 +18,11 @@ from prefect.futures import as_completed
 
 from configs.schema import Recipe
 from flows.reporting import StageReport, publish_stage_report
-from storage.manifest import Manifest, ShardEntry
 from storage.code_version import code_version
+from storage.manifest import Manifest, ShardEntry
+from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 
@@ -74,18 +76,7 @@ def _report_dir(stage_dir: str) -> str:
     return f"{stage_dir}/report"
 
 
-def parent_of(stage_result: dict) -> dict:
-    """How a downstream stage names an upstream one: its manifest digest (content) and location."""
-    return {"stage": stage_result["stage"], "digest": stage_result["digest"], "location": stage_result["manifest"]}
-
-
-def parent_shard_urls(stage_result: dict) -> list[str]:
-    """The shard files of an upstream stage, in its manifest's order."""
-    stage_dir = stage_result["manifest"].rsplit("/", 1)[0]
-    return [f"{stage_dir}/{shard.path}" for shard in Manifest.load(stage_result["manifest"]).shards]
-
-
-def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext], StageOutput]) -> dict:
+def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext], StageOutput]) -> StageResult:
     """Run a stage unless the store already holds its output; returns the stage summary (see reporting)."""
     logger = get_run_logger()
     store = StageStore(recipe.store)
@@ -133,9 +124,8 @@ def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[di
 
 
 def shard_entry(stage_dir: str, result: dict) -> ShardEntry:
-    """A manifest entry from a shard task's result (`output`, `output_bytes`, `output_sha256`, ...)."""
-    return ShardEntry(path=os.path.relpath(result["output"], stage_dir), bytes=result["output_bytes"],
-                      sha256=result["output_sha256"], documents=result["documents_out"], source=result["input"])
+    """A manifest entry from a shard task's result (see tasks.shard_result)."""
+    return ShardResult.from_dict(result).manifest_entry(stage_dir)
 
 
 def summed_stats(results: list[dict]) -> StageStats:

@@ -9,25 +9,24 @@ from prefect import flow
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, parent_of, parent_shard_urls,
-                                run_stage, shard_entry, summed_stats)
+from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_urls
 from tasks.stats import StageStats
 from tasks.tokenize.encode import TokenizeJob
 from tasks.tokenize.task import tokenize_shard_task, train_tokenizer_task
-
-MODEL_NAME = "tokenizer.model"
+from tasks.tokenize.train import MODEL_FILE, heldout_bytes_per_token
 
 
 @flow(name="tokenizer", log_prints=True)
-def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
+def tokenizer_stage_flow(recipe: Recipe, documents: StageResult) -> StageResult:
     config = recipe.tokenizer
     spec = StageSpec(name="tokenizer", config=config.model_dump(mode="json"), parents=[parent_of(documents)],
                      code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        shard_urls = parent_shard_urls(documents)
-        model_url = stage.path(MODEL_NAME)
+        shard_urls = stage_shard_urls(documents)
+        model_url = stage.path(MODEL_FILE)
         result = train_tokenizer_task.submit(shard_urls, model_url, config).result()
         stats = StageStats(candidates=result["train_documents"], documents_out=result["train_documents"],
                            bytes_out=os.path.getsize(model_url), seconds=result["seconds"])
@@ -35,10 +34,8 @@ def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
                             "heldout_documents": result["heldout_documents"]})
         report = StageReport(markdown=_heldout_markdown(result), tables={"held-out": result["heldout"]},
                              files=[model_url])
-        tokens = sum(row["tokens"] for row in result["heldout"])
-        bytes_per_token = round(sum(row["bytes_per_token"] * row["tokens"] for row in result["heldout"]) / tokens, 4) \
-            if tokens else None
-        return StageOutput(shards=[ShardEntry(path=MODEL_NAME, bytes=stats.bytes_out, sha256=sha256_file(model_url),
+        bytes_per_token = heldout_bytes_per_token(result["heldout"])
+        return StageOutput(shards=[ShardEntry(path=MODEL_FILE, bytes=stats.bytes_out, sha256=sha256_file(model_url),
                                               documents=result["train_documents"])],
                            stats=stats, report=report, summary={"heldout_bytes_per_token": bytes_per_token})
 
@@ -46,14 +43,14 @@ def tokenizer_stage_flow(recipe: Recipe, documents: dict) -> dict:
 
 
 @flow(name="tokenize", log_prints=True)
-def tokenize_stage_flow(recipe: Recipe, documents: dict, tokenizer: dict) -> dict:
+def tokenize_stage_flow(recipe: Recipe, documents: StageResult, tokenizer: StageResult) -> StageResult:
     spec = StageSpec(name="tokenize", config={}, parents=[parent_of(documents), parent_of(tokenizer)],
                      code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        model_path = f"{tokenizer['manifest'].rsplit('/', 1)[0]}/{MODEL_NAME}"
+        model_path = stage_file(tokenizer, MODEL_FILE)
         jobs = [TokenizeJob(url, stage.path("shards", os.path.basename(url).removesuffix(".parquet")), model_path)
-                for url in parent_shard_urls(documents)]
+                for url in stage_shard_urls(documents)]
         results = map_tasks(tokenize_shard_task, jobs, "tokenize")
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
                            stats=summed_stats(results), task_results=results)

@@ -19,6 +19,7 @@ from prefect.runtime import flow_run
 from configs.training import TrainingConfig
 from flows.processes import kill_process_group
 from tracking.run_logger import RUN_RECORD
+from tracking.store import tracking_uri
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: which process group runs the trainer
@@ -105,4 +106,28 @@ def training_flow(config: TrainingConfig) -> dict:
                            f"the latest checkpoint in {config.checkpoint.dir}")
     with open(os.path.join(config.checkpoint.dir, RUN_RECORD)) as handle:
         run_id = json.load(handle)["run_id"]
-    return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, **last}
+    model_uri = _logged_model(config, run_id)
+    logger.info("trained model: %s", model_uri or "not logged (no tokenizer)")
+    return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri, **last}
+
+
+def _logged_model(config: TrainingConfig, run_id: str) -> str | None:
+    """The run's final checkpoint as an MLflow logged model (once per run: a rerun finds it), when the run has a
+    tokenizer to make it usable on text."""
+    import mlflow
+
+    from training.checkpoint import latest_checkpoint
+    from training.logged_model import LOGGED_MODEL_NAME, log_language_model
+
+    if not config.data.tokenizer:
+        return None
+    mlflow.set_tracking_uri(tracking_uri(config.mlflow.tracking_uri))
+    client = mlflow.MlflowClient()
+    experiment_id = client.get_run(run_id).info.experiment_id
+    logged = mlflow.search_logged_models(experiment_ids=[experiment_id], output_format="list",
+                                         filter_string=f"source_run_id = '{run_id}' AND name = '{LOGGED_MODEL_NAME}'")
+    if logged:
+        return f"models:/{logged[0].model_id}"
+    tags = {key: value for key, value in config.mlflow.tags.items() if key.endswith("_digest")}
+    return log_language_model(client, run_id, latest_checkpoint(config.checkpoint.dir), config.data.tokenizer, tags,
+                              config.mlflow.register_model)

@@ -14,6 +14,14 @@ import fsspec
 from storage.fs import atomic_output
 
 
+RECORD_SUFFIX = ".stats.json"
+
+
+def shard_record_url(output_url: str) -> str:
+    """Where a shard task's resume record sits: beside the shard it wrote."""
+    return output_url + RECORD_SUFFIX
+
+
 def run_once(record_url: str, compute: Callable[[], dict]) -> dict:
     """`compute()`'s result, recorded at `record_url`; `resumed` says whether it came from an earlier run."""
     fs, path = fsspec.core.url_to_fs(record_url)

@@ -14,6 +14,7 @@ import time
 
 import mlflow
 import pytest
+import torch
 import yaml
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -106,6 +107,34 @@ def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
     charts = {entry.path for entry in client.list_artifacts(parent_id, "charts")}
     assert charts == {"charts/bpb_vs_tokens.png", "charts/bpb_by_domain.png"}
     assert {entry.path for entry in client.list_artifacts(parent_id)} >= {"comparison.json", "comparison.md"}
+
+
+def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by_uri(ablation_runs, tmp_path):
+    """Loaded by URI in this one process, the model scores the suite to the bits per byte its run logged (there on
+    FSDP ranks), and `sluice sample` continues a prompt with it."""
+    from configs.tokenizer import EOS_ID
+    from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+    from training.logged_model import load_language_model
+
+    first, _, _ = ablation_runs
+    client = mlflow.MlflowClient()
+    run = _children(first["mlflow_run_id"])[0]
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    models = mlflow.search_logged_models(experiment_ids=[experiment.experiment_id], output_format="list",
+                                         filter_string=f"source_run_id = '{run.info.run_id}'")
+    assert len(models) == 1 and models[0].tags["sluice.tokenizer_digest"] == run.data.tags["sluice.tokenizer_digest"]
+    uri = f"models:/{models[0].model_id}"
+    loaded = load_language_model(uri)
+    seq_len = loaded.model.config.seq_len
+    suite = load_suite(run.data.params["eval.suite"], run.data.params["data.tokenizer"], EOS_ID, seq_len)
+    scores = bits_per_byte_by_domain(suite_nll(loaded.model, suite, seq_len, 4, 0, 1, torch.device("cpu")), suite)
+    assert scores["macro"] == pytest.approx(run.data.metrics["suite_bpb/macro"], abs=1e-4)
+
+    sampled = subprocess.run([sys.executable, "-m", "flows.cli", "sample", uri, "The", "--new-tokens", "8"],
+                             capture_output=True, text=True, timeout=300)
+    assert sampled.returncode == 0, sampled.stderr[-2000:]
+    assert sampled.stdout.startswith("The") and len(sampled.stdout.strip()) > len("The")
 
 
 def test_matched_tokens_and_one_tokenizer(ablation_runs):

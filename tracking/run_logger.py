@@ -37,7 +37,7 @@ class RunLogger:
             self.system.start()
 
     def _start_run(self, config: TrainingConfig, uri: str) -> None:
-        from tracking.store import artifact_location
+        from tracking.store import EXPERIMENT_TAGS, artifact_location
 
         record = os.path.join(config.checkpoint.dir, RUN_RECORD)
         if os.path.exists(record):
@@ -47,7 +47,8 @@ class RunLogger:
             return
         experiment = self.client.get_experiment_by_name(config.mlflow.experiment)
         experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
-            config.mlflow.experiment, artifact_location=artifact_location(config.mlflow.experiment, uri))
+            config.mlflow.experiment, artifact_location=artifact_location(config.mlflow.experiment, uri),
+            tags=EXPERIMENT_TAGS)
         tags = {"sluice.kind": "training", **config.mlflow.tags}
         self.run_id = self.client.create_run(experiment_id, run_name=config.name, tags=tags).info.run_id
         os.makedirs(config.checkpoint.dir, exist_ok=True)

@@ -12,6 +12,10 @@ def tracking_uri(configured: str | None) -> str:
     return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{state_dir() / 'mlflow.db'}"
 
 
+# MLflow's UI opens an experiment in its model-training view (runs, datasets, logged models), not the GenAI one.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def use_experiment(name: str, configured_uri: str | None) -> str:
     """Point MLflow at the tracking store and experiment; local stores keep artifacts under the state dir."""
     import mlflow
@@ -19,7 +23,7 @@ def use_experiment(name: str, configured_uri: str | None) -> str:
     uri = tracking_uri(configured_uri)
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(name) is None:
-        mlflow.create_experiment(name, artifact_location=artifact_location(name, uri))
+        mlflow.create_experiment(name, artifact_location=artifact_location(name, uri), tags=EXPERIMENT_TAGS)
     mlflow.set_experiment(name)
     return uri
 

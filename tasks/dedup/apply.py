@@ -16,6 +16,7 @@ from storage.parquet import read_table, write_table
 from tasks.dedup.features import doc_numbers
 from tasks.dedup.normalize import key64, normalize_lines
 from tasks.dedup.paragraphs import repeated_path
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 REMOVED_SCHEMA = pa.schema([("id", pa.string()), ("url", pa.string()), ("reason", pa.string()),
@@ -69,8 +70,7 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
                                      schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
     stats.seconds = time.perf_counter() - started
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                              "output_sha256": sha256_file(job.output_url)}
+    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 def _repeated_keys(work: str, config: DedupConfig) -> frozenset[int]:

@@ -41,6 +41,12 @@ def detection_probability(jaccard: float, bands: int, rows: int) -> float:
     return 1.0 - (1.0 - float(jaccard) ** rows) ** bands
 
 
+def s_curve_knee(bands: int, rows: int) -> float:
+    """(1/b)^(1/r): the Jaccard similarity near which the S-curve rises steepest."""
+    _check_lsh(bands, rows)
+    return (1.0 / bands) ** (1.0 / rows)
+
+
 def expected_error_rates(bands: int, rows: int, threshold: float) -> dict[str, float]:
     """The error integrals datasketch minimises when it picks (bands, rows) for a threshold.
 

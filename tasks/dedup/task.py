@@ -15,7 +15,7 @@ from tasks.dedup.exact import exact_edges, url_losers
 from tasks.dedup.features import compute_features
 from tasks.dedup.lsh import verified_edges
 from tasks.dedup.paragraphs import repeated_paragraphs
-from tasks.resumable import run_once
+from tasks.resumable import run_once, shard_record_url
 
 
 def _record(work: str, step: str, name: object) -> str:
@@ -63,4 +63,4 @@ def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfi
 
 @task(name="dedup-apply", retries=1, retry_delay_seconds=2, task_run_name="dedup apply {job.part}")
 def apply_task(job: ApplyJob, work: str, config: DedupConfig) -> dict:
-    return run_once(job.output_url + ".stats.json", _measured(lambda: apply_decisions(job, work, config)))
+    return run_once(shard_record_url(job.output_url), _measured(lambda: apply_decisions(job, work, config)))

@@ -12,6 +12,7 @@ from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import write_table
 from tasks.evaluation.ngrams import NgramSet
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 REASON = "eval_contamination"
@@ -48,5 +49,4 @@ def decontaminate_shard(job: DecontaminateJob) -> dict:
     write_table(pa.Table.from_pylist(removed, schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
     stats.seconds = time.perf_counter() - started
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                              "output_sha256": sha256_file(job.output_url)}
+    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()

@@ -23,7 +23,8 @@ from tasks.extract.html_text import html_to_text
 from tasks.extract.langid import LanguageIdentifier
 from tasks.extract.records import RawRecord, ReadProblem, read_records
 from tasks.extract.url_filter import UrlFilter, load_blocklist
-from tasks.resumable import run_once
+from tasks.resumable import run_once, shard_record_url
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 # Drop reasons that mean the input itself is damaged: also counted as problems and logged as warnings.
@@ -39,17 +40,13 @@ class ShardJob:
     storage_options: tuple = ()
 
     @property
-    def stats_url(self) -> str:
-        return self.output_url + ".stats.json"
-
-    @property
     def warc_name(self) -> str:
         return os.path.basename(self.input_url)
 
 
 def extract_shard(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging.LoggerAdapter) -> dict:
     """Run extraction for one input file; returns the shard's stats dict (plus output path and resume flag)."""
-    return run_once(job.stats_url, lambda: _extract(job, config, log))
+    return run_once(shard_record_url(job.output_url), lambda: _extract(job, config, log))
 
 
 def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging.LoggerAdapter) -> dict:
@@ -111,8 +108,7 @@ def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging
     in_fs, in_path = fsspec.core.url_to_fs(job.input_url, **dict(job.storage_options))
     stats.bytes_in = int(in_fs.size(in_path))
     stats.seconds = time.perf_counter() - started
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                              "output_sha256": sha256_file(job.output_url)}
+    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ import numpy as np
 from configs.mixture import MixtureConfig, MixtureSource
 from storage.document_shard import read_documents
 from storage.token_shard import TokenShard, TokenShardWriter, token_shard_sha256
+from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT
 from tasks.tokenize.sample import document_hashes, is_heldout
 
 
@@ -119,8 +120,8 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     stream = np.concatenate(train_docs)
     stream = stream[np.random.default_rng([config.seed, len(config.sources)]).permutation(stream.size)]
     val = by_hash[(validation & any_source)[by_hash]]
-    shards = (_write(catalog, stream, f"{out_dir}/train", vocab_size, config.shard_tokens)
-              + _write(catalog, val, f"{out_dir}/validation", vocab_size, config.shard_tokens))
+    shards = (_write(catalog, stream, f"{out_dir}/{TRAIN_SPLIT}", vocab_size, config.shard_tokens)
+              + _write(catalog, val, f"{out_dir}/{VALIDATION_SPLIT}", vocab_size, config.shard_tokens))
     return {"sources": rows, "train_tokens": realized, "train_documents": int(stream.size),
             "validation_tokens": int(catalog.tokens[val].sum()), "validation_documents": int(val.size),
             "max_abs_weight_error": round(max(abs(r["weight_realized"] - r["weight_requested"]) for r in rows), 6),

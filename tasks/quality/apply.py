@@ -16,6 +16,7 @@ from storage.parquet import write_table
 from tasks.quality.attributes import ATTRIBUTE_TYPES
 from tasks.quality.classifier import seeded_rank
 from tasks.quality.rules import family_checks, perplexity_bucket
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 REMOVED_SCHEMA = pa.schema([("id", pa.string()), ("url", pa.string()), ("lang", pa.string()),
@@ -63,10 +64,8 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
     stats.notes["tokens_in"] = sum(table.column("word_tokens").to_pylist())
     stats.notes["tokens_out"] = sum(output.column("word_tokens").to_pylist())
     stats.seconds = time.perf_counter() - started
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                              "output_sha256": sha256_file(job.output_url),
-                              "funnel": {family: dict(counts) for family, counts in funnel.items()},
-                              "examples": examples}
+    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
+        funnel={family: dict(counts) for family, counts in funnel.items()}, examples=examples)
 
 
 def _remember_example(examples: dict[str, list], label: str, row: dict, limit: int) -> None:

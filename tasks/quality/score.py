@@ -15,6 +15,7 @@ from tasks.quality.attributes import ATTRIBUTE_TYPES, heuristic_attributes
 from tasks.quality.classifier import QualityClassifier
 from tasks.quality.models import QualityModels
 from tasks.quality.perplexity import KenlmModelFiles, PerplexityScorer
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 
@@ -46,8 +47,7 @@ def score_shard(job: ScoreJob, config: QualityConfig, bad_words_dir: str) -> dic
     shard_bytes = write_table(table, job.output_url, row_group_size=ROW_GROUP_SIZE)
     stats.bytes_out = stats.bytes_in
     stats.seconds = time.perf_counter() - started
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_url, "output_bytes": shard_bytes,
-                              "output_sha256": sha256_file(job.output_url)}
+    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 def _perplexity(text: str, lang: str | None, models: QualityModels, stats: StageStats) -> float | None:

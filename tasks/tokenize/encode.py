@@ -10,6 +10,7 @@ import sentencepiece as spm
 from configs.tokenizer import EOS_ID
 from storage.document_shard import read_documents
 from storage.token_shard import TokenShardWriter, token_shard_sha256
+from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 
@@ -18,10 +19,6 @@ class TokenizeJob:
     input_url: str
     output_base: str      # the token shard is <output_base>.bin + <output_base>.idx
     model_path: str
-
-    @property
-    def stats_url(self) -> str:
-        return self.output_base + ".stats.json"
 
 
 def tokenize_shard(job: TokenizeJob) -> dict:
@@ -40,6 +37,6 @@ def tokenize_shard(job: TokenizeJob) -> dict:
                        bytes_out=os.path.getsize(bin_path) + os.path.getsize(idx_path),
                        seconds=time.perf_counter() - started)
     stats.notes["tokens"] = tokens
-    return stats.to_dict() | {"input": job.input_url, "output": job.output_base, "output_bytes": stats.bytes_out,
-                              "output_sha256": token_shard_sha256(job.output_base)}
+    return ShardResult(job.input_url, job.output_base, stats.bytes_out, token_shard_sha256(job.output_base),
+                       stats).to_dict()
 

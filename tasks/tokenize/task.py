@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import task
 
 from configs.tokenizer import TokenizerConfig
-from tasks.resumable import run_once
+from tasks.resumable import run_once, shard_record_url
 from tasks.tokenize.encode import TokenizeJob, tokenize_shard
 from tasks.tokenize.train import train_tokenizer
 
@@ -17,4 +17,4 @@ def train_tokenizer_task(shard_urls: list[str], model_url: str, config: Tokenize
 
 @task(name="tokenize-shard", retries=1, retry_delay_seconds=2, task_run_name="tokenize {job.output_base}")
 def tokenize_shard_task(job: TokenizeJob) -> dict:
-    return run_once(job.stats_url, lambda: tokenize_shard(job))
+    return run_once(shard_record_url(job.output_base), lambda: tokenize_shard(job))

@@ -16,6 +16,8 @@ from configs.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, TokenizerConfig
 from storage.fs import atomic_output
 from tasks.tokenize.sample import choose, chosen_documents
 
+MODEL_FILE = "tokenizer.model"          # the tokenizer stage's one output file
+
 
 def train_tokenizer(shard_urls: list[str], model_url: str, config: TokenizerConfig) -> dict:
     started = time.perf_counter()
@@ -58,3 +60,9 @@ def heldout_measures(processor: spm.SentencePieceProcessor, documents: list[dict
              "fertility": round(total["tokens"] / total["words"], 4) if total["words"] else None,
              "bytes_per_token": round(total["bytes"] / total["tokens"], 4) if total["tokens"] else None}
             for lang, total in sorted(totals.items(), key=lambda item: (item[0] == "all", -item[1]["documents"]))]
+
+
+def heldout_bytes_per_token(heldout: list[dict]) -> float | None:
+    """UTF-8 bytes per token over all held-out languages together: each language's figure weighted by its tokens."""
+    tokens = sum(row["tokens"] for row in heldout)
+    return round(sum(row["bytes_per_token"] * row["tokens"] for row in heldout) / tokens, 4) if tokens else None

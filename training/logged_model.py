@@ -1,0 +1,100 @@
+"""A trained model as an MLflow logged model: the final checkpoint's weights in one file, the tokenizer and the
+model config, behind a pyfunc that continues prompts. `sluice sample MODEL_URI "prompt"` loads it by URI, and so
+can any evaluation (`load_language_model(uri)` gives the torch module and the tokenizer).
+
+Imported by the flows and the CLI, never by a training rank: it needs mlflow.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import mlflow
+import torch
+
+from training.checkpoint import COMPLETE
+from training.model import ModelConfig, Transformer
+
+WEIGHTS_FILE = "weights.pt"
+CONFIG_FILE = "model_config.json"
+LOGGED_MODEL_NAME = "model"
+
+
+def checkpoint_model_config(checkpoint: str) -> ModelConfig:
+    """The model config a checkpoint was saved with (kept in its completion marker)."""
+    with open(os.path.join(checkpoint, COMPLETE)) as handle:
+        return ModelConfig(**json.load(handle)["model"])
+
+
+def consolidated_weights(checkpoint: str, out_path: str) -> str:
+    """The model's weights from a sharded (DCP) checkpoint as one plain state dict, read in this one process."""
+    import torch.distributed.checkpoint as dcp
+
+    state = {"model": Transformer(checkpoint_model_config(checkpoint)).state_dict()}
+    dcp.load(state, checkpoint_id=checkpoint)    # without a process group DCP reads every rank's shards itself
+    torch.save(state["model"], out_path)
+    return out_path
+
+
+class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
+    """Prompts in, continuations out. Params: `new_tokens` (default 32), `temperature` (0 = greedy), `seed`."""
+
+    def load_context(self, context) -> None:
+        import sentencepiece as spm
+
+        with open(context.artifacts["model_config"]) as handle:
+            self.model = Transformer(ModelConfig(**json.load(handle)))
+        self.model.load_state_dict(torch.load(context.artifacts["weights"], weights_only=True))
+        self.model.eval()
+        self.tokenizer = spm.SentencePieceProcessor(model_file=context.artifacts["tokenizer"])
+
+    @torch.no_grad()
+    def predict(self, context, model_input, params: dict | None = None) -> list[str]:
+        prompts = list(model_input.iloc[:, 0]) if hasattr(model_input, "iloc") else list(model_input)
+        params = params or {}
+        generator = torch.Generator().manual_seed(int(params.get("seed", 0)))
+        continuations = []
+        for prompt in prompts:
+            ids = torch.tensor([self.tokenizer.encode(str(prompt))])
+            out = self.model.generate(ids, int(params.get("new_tokens", 32)), float(params.get("temperature", 0.0)),
+                                      generator)
+            continuations.append(self.tokenizer.decode(out[0, ids.shape[1]:].tolist()))
+        return continuations
+
+
+def _signature():
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+    from mlflow.models import ModelSignature
+
+    return ModelSignature(inputs=Schema([ColSpec("string")]), outputs=Schema([ColSpec("string")]),
+                          params=ParamSchema([ParamSpec("new_tokens", "long", 32),
+                                              ParamSpec("temperature", "double", 0.0), ParamSpec("seed", "long", 0)]))
+
+
+def log_language_model(client: mlflow.MlflowClient, run_id: str, checkpoint: str, tokenizer_path: str,
+                       tags: dict[str, str], registered_name: str | None = None) -> str:
+    """Log the checkpoint as the run's logged model (and register it when a name is given); returns its URI."""
+    import sentencepiece
+
+    experiment_id = client.get_run(run_id).info.experiment_id
+    model = mlflow.initialize_logged_model(name=LOGGED_MODEL_NAME, source_run_id=run_id, tags=tags,
+                                           experiment_id=experiment_id, model_type="language-model")
+    with tempfile.TemporaryDirectory() as folder:
+        config_path = os.path.join(folder, CONFIG_FILE)
+        with open(config_path, "w") as handle:
+            json.dump(checkpoint_model_config(checkpoint).to_dict(), handle, indent=2)
+        artifacts = {"weights": consolidated_weights(checkpoint, os.path.join(folder, WEIGHTS_FILE)),
+                     "tokenizer": tokenizer_path, "model_config": config_path}
+        mlflow.pyfunc.log_model(python_model=SluiceLanguageModel(), artifacts=artifacts, signature=_signature(),
+                                pip_requirements=[f"torch=={torch.__version__.split('+')[0]}",
+                                                  f"sentencepiece=={sentencepiece.__version__}"],
+                                model_id=model.model_id)
+    if registered_name:
+        mlflow.register_model(f"models:/{model.model_id}", registered_name, tags=tags)
+    return f"models:/{model.model_id}"
+
+
+def load_language_model(model_uri: str) -> SluiceLanguageModel:
+    """The logged model's pyfunc object: `.predict(prompts)`, or `.model` (torch) and `.tokenizer` for evaluation."""
+    return mlflow.pyfunc.load_model(model_uri).unwrap_python_model()
