@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("run_id", help="the ablation's parent MLflow run id")
     compare.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
 
+    commands.add_parser("recipe-reference", help="print every config field (type, default, description) as markdown")
+
     sample = commands.add_parser("sample", help="continue prompts with a trained model logged in MLflow")
     sample.add_argument("model_uri", help="models:/<model id> (printed by `sluice train`, `run`, `ablate`)")
     sample.add_argument("prompts", nargs="+")
@@ -77,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args)
     if args.command == "sample":
         return _sample(args)
+    if args.command == "recipe-reference":
+        from configs.reference import reference_markdown
+
+        print(reference_markdown(), end="")
+        return 0
     from configs.schema import RecipeError, load_recipe, parse_recipe
 
     try:
