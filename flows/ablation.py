@@ -21,13 +21,14 @@ from configs.ablation import AblationConfig
 from configs.schema import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
-from flows.ablation_report import RUN_KIND, log_datasets, publish_ablation_report
+from flows.ablation_report import RUN_KIND, ablation_datasets, publish_ablation_report
 from flows.dask_cluster import dask_cluster
 from flows.training_flow import training_flow
 from flows.training_inputs import train_on_mixture
 from storage.fs import local_path
 from storage.stage_result import stage_file
 from tasks.evaluation.suite import SUITE_FILE
+from tracking.datasets import log_datasets
 from tracking.params import flatten
 from tracking.store import run_page_url, use_experiment
 from training.plan import plan
@@ -141,7 +142,7 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
         with open(record) as handle:
             return json.load(handle)
     result = training_flow(config)
-    log_datasets(result["mlflow_run_id"], mixture, suite)
+    log_datasets(result["mlflow_run_id"], ablation_datasets(mixture, suite))
     with open(record, "w") as handle:
         json.dump(result, handle)
     return result

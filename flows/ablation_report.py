@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 
 import mlflow
-from mlflow.data.dataset_source_registry import resolve_dataset_source
-from mlflow.data.meta_dataset import MetaDataset
-from mlflow.entities import DatasetInput, InputTag
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.ablation import AblationConfig
 from flows.reporting import artifact_key
-from storage.stage_result import stage_file
+from flows.training_inputs import mixture_dataset
+from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png
 from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
+from tracking.datasets import RunDataset
 from tracking.store import artifact_url
 
 RUN_KIND = "ablation-run"
@@ -28,24 +26,10 @@ SUITE_METRIC = "suite_bpb/"
 WHY_STAGES = ("dedup", "quality_filter", "decontaminate")
 
 
-def log_datasets(run_id: str, mixture: dict, suite: dict) -> None:
-    """The run's training data (the mixture) and evaluation data (the suite) as MLflow datasets with digests."""
-    inputs = []
-    for name, location, digest, context in ((f"mixture-{mixture['fingerprint']}", mixture["manifest"],
-                                             mixture["digest"], "training"),
-                                            (f"eval-suite-{suite['fingerprint']}", stage_file(suite, SUITE_FILE),
-                                             suite["digest"], "evaluation")):
-        dataset = MetaDataset(_source(location), name=name, digest=digest[:36])
-        inputs.append(DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]))
-    mlflow.MlflowClient().log_inputs(run_id, datasets=inputs)
-
-
-def _source(location: str):
-    """MLflow registers the local artifact source for both the bare-path and the file:// schemes, and warns that
-    a local path matches two (identical) sources."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
-        return resolve_dataset_source(location)
+def ablation_datasets(mixture: StageResult, suite: StageResult) -> list[RunDataset]:
+    """A training run's data: its mixture (training) and the ablation's suite (evaluation)."""
+    return [mixture_dataset(mixture),
+            RunDataset(f"eval-suite-{suite['fingerprint']}", stage_file(suite, SUITE_FILE), suite["digest"], "evaluation")]
 
 
 def training_runs(parent_id: str) -> list:

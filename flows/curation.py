@@ -15,8 +15,9 @@ from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_
 from flows.run_summary import publish_run_summary
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from flows.training_flow import training_flow
-from flows.training_inputs import training_config
+from flows.training_inputs import mixture_dataset, training_config
 from storage.fs import local_path
+from tracking.datasets import log_datasets
 from tracking.params import flatten
 from tracking.store import run_page_url, use_experiment
 
@@ -40,6 +41,7 @@ def curation_flow(recipe: Recipe) -> dict:
             training = training_flow(training_config(recipe, stages["tokenizer"], stages["mixture"], tracking,
                                                      run.info.run_id))
             mlflow.set_tag("sluice.training_run", training["mlflow_run_id"])
+            log_datasets(training["mlflow_run_id"], [mixture_dataset(stages["mixture"])])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, run.info.run_id),

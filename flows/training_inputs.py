@@ -10,6 +10,12 @@ from configs.training import TrainingConfig
 from storage.stage_result import StageResult, stage_file, stage_shard_urls
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT, split_bases
 from tasks.tokenize.train import MODEL_FILE
+from tracking.datasets import RunDataset
+
+
+def mixture_dataset(mixture: StageResult) -> RunDataset:
+    """The mixture a run trains on, as its MLflow training dataset."""
+    return RunDataset(f"mixture-{mixture['fingerprint']}", mixture["manifest"], mixture["digest"], "training")
 
 
 def training_config(recipe: Recipe, tokenizer: StageResult, mixture: StageResult, tracking_uri: str,

@@ -137,6 +137,46 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
     assert sampled.stdout.startswith("The") and len(sampled.stdout.strip()) > len("The")
 
 
+def test_a_browser_shows_a_training_runs_datasets_and_logged_model(ablation_runs):
+    """MLflow's own UI, served over the test's tracking database: the training run page lists the mixture and the
+    suite as datasets and the trained model as a logged model."""
+    from pathlib import Path
+
+    from browser import Browser          # tests/browser.py (pytest puts tests/ on the path)
+    from flows.training_flow import free_port
+    from tracking.store import run_page_url
+
+    first, _, _ = ablation_runs
+    run = _children(first["mlflow_run_id"])[0]
+    port = free_port()
+    ui = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                           "--workers", "1", "--backend-store-uri", mlflow.get_tracking_uri()],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    browser = None
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if mlflow.MlflowClient(f"http://127.0.0.1:{port}").get_run(run.info.run_id):
+                    break
+            except Exception:
+                if time.monotonic() > deadline or ui.poll() is not None:
+                    raise
+                time.sleep(1)
+        browser = Browser()
+        browser.open(run_page_url(f"http://127.0.0.1:{port}", run.info.experiment_id, run.info.run_id))
+        datasets = [dataset.dataset.name for dataset in run.inputs.dataset_inputs]
+        mixture = next(name for name in datasets if name.startswith("mixture-"))
+        browser.wait_for_text(["Model training", "Datasets", mixture, "Logged models (1)", "Ready"])
+        shots = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
+        browser.screenshot(shots / "mlflow-ablation-run-datasets-and-model.png")
+    finally:
+        if browser:
+            browser.close()
+        os.killpg(ui.pid, signal.SIGTERM)
+        ui.wait(timeout=30)
+
+
 def test_matched_tokens_and_one_tokenizer(ablation_runs):
     first, _, _ = ablation_runs
     client = mlflow.MlflowClient()

@@ -152,6 +152,21 @@ def test_the_demo_ends_with_a_short_fsdp_training_run_tracked_in_mlflow(first_ru
     assert len(client.get_metric_history(run.info.run_id, "loss")) == 20
 
 
+def test_the_trained_model_is_logged_with_its_training_data(first_run):
+    import mlflow
+
+    training = first_run["training"]
+    run = mlflow.MlflowClient(first_run["mlflow_tracking_uri"]).get_run(training["mlflow_run_id"])
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.name == f"mixture-{first_run['stages']['mixture']['fingerprint']}"
+    assert [tag.value for tag in dataset.tags if tag.key == "mlflow.data.context"] == ["training"]
+    (output,) = run.outputs.model_outputs
+    assert training["model_uri"] == f"models:/{output.model_id}" and output.step == 20
+    model = mlflow.get_logged_model(output.model_id)
+    assert model.source_run_id == run.info.run_id and model.tags["sluice.mixture_digest"] == \
+        first_run["stages"]["mixture"]["digest"]
+
+
 def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filter(first_run, recipe):
     from flows.curation import curation_flow
 

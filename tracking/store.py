@@ -14,6 +14,7 @@ def tracking_uri(configured: str | None) -> str:
 
 # MLflow's UI opens an experiment in its model-training view (runs, datasets, logged models), not the GenAI one.
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+MODEL_TRAINING_VIEW = "workflowType=machine_learning"
 
 
 def use_experiment(name: str, configured_uri: str | None) -> str:
@@ -40,7 +41,9 @@ def served(uri: str) -> bool:
 
 
 def run_page_url(uri: str, experiment_id: str, run_id: str) -> str | None:
-    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}" if served(uri) else None
+    """The run's page in the UI's model-training view (MLflow opens runs in its GenAI view unless told)."""
+    return f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING_VIEW}" if served(uri) \
+        else None
 
 
 def artifact_url(uri: str, run_id: str, path: str) -> str | None:

@@ -26,6 +26,14 @@ class CheckpointError(RuntimeError):
     """A complete-marked checkpoint that is corrupt or belongs to a different model."""
 
 
+def checkpoint_step(folder: str) -> int:
+    """The training step a checkpoint folder (`step-NNNNNN`) was saved at."""
+    match = _STEP_DIR.match(os.path.basename(folder.rstrip("/")))
+    if not match:
+        raise CheckpointError(f"{folder} is not a checkpoint folder (step-NNNNNN)")
+    return int(match.group(1))
+
+
 def latest_checkpoint(root: str) -> str | None:
     """The newest complete checkpoint folder under `root`, or None."""
     if not os.path.isdir(root):

@@ -13,7 +13,7 @@ import tempfile
 import mlflow
 import torch
 
-from training.checkpoint import COMPLETE
+from training.checkpoint import COMPLETE, checkpoint_step
 from training.model import ModelConfig, Transformer
 
 WEIGHTS_FILE = "weights.pt"
@@ -90,6 +90,10 @@ def log_language_model(client: mlflow.MlflowClient, run_id: str, checkpoint: str
                                 pip_requirements=[f"torch=={torch.__version__.split('+')[0]}",
                                                   f"sentencepiece=={sentencepiece.__version__}"],
                                 model_id=model.model_id)
+    from mlflow.entities import LoggedModelOutput
+
+    # The run's page lists the models it produced from its outputs (mlflow.log_model does this inside a run).
+    client.log_outputs(run_id, [LoggedModelOutput(model.model_id, checkpoint_step(checkpoint))])
     if registered_name:
         mlflow.register_model(f"models:/{model.model_id}", registered_name, tags=tags)
     return f"models:/{model.model_id}"
