@@ -29,7 +29,8 @@ WHY_STAGES = ("dedup", "quality_filter", "decontaminate")
 def ablation_datasets(mixture: StageResult, suite: StageResult) -> list[RunDataset]:
     """A training run's data: its mixture (training) and the ablation's suite (evaluation)."""
     return [mixture_dataset(mixture),
-            RunDataset(f"eval-suite-{suite['fingerprint']}", stage_file(suite, SUITE_FILE), suite["digest"], "evaluation")]
+            RunDataset(f"eval-suite-{suite['fingerprint']}", stage_file(suite, SUITE_FILE), suite["digest"],
+                       "evaluation")]
 
 
 def training_runs(parent_id: str) -> list:

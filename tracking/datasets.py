@@ -18,7 +18,8 @@ def log_datasets(run_id: str, datasets: list[RunDataset]) -> None:
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
 
-    inputs = [DatasetInput(MetaDataset(_source(data.location), name=data.name, digest=data.digest[:36])._to_mlflow_entity(),
+    inputs = [DatasetInput(MetaDataset(_source(data.location), name=data.name,
+                                       digest=data.digest[:36])._to_mlflow_entity(),
                            tags=[InputTag("mlflow.data.context", data.context)]) for data in datasets]
     mlflow.MlflowClient().log_inputs(run_id, datasets=inputs)
 

@@ -34,3 +34,32 @@ class NoiseScale:
 
     def load_state_dict(self, state: dict) -> None:
         self.gradient_sq, self.trace = state["gradient_sq"], state["trace"]
+
+
+class NoiseProbe:
+    """The trainer's side of the noise scale: the gradient norm after the first micro-batch (taken before the rest
+    accumulate onto it), then the update's clipped-before norm. Only with gradient accumulation (two batch sizes)."""
+
+    def __init__(self, micro_sequences: int, accumulation: int):
+        self.scale = NoiseScale(micro_sequences, micro_sequences * accumulation)
+        self.accumulation, self.sequences = accumulation, micro_sequences * accumulation
+        self.first_sq: float | None = None
+
+    def after_micro_batch(self, model, index: int) -> None:
+        if index == 0:          # accumulated gradients are sums / accumulation: scale back to the micro-batch mean
+            from training.parallel import gradient_norm
+
+            self.first_sq = (gradient_norm(model) * self.accumulation) ** 2
+
+    def after_update(self, total_norm: float) -> float | None:
+        return self.scale.update(self.first_sq, total_norm ** 2)
+
+    def b_noise(self) -> float | None:
+        """The smoothed B_noise in sequences, once there is a measurement."""
+        return self.scale.trace / self.scale.gradient_sq if self.scale.gradient_sq else None
+
+    def state_dict(self) -> dict:
+        return self.scale.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.scale.load_state_dict(state)

@@ -61,3 +61,12 @@ def all_reduce_mean(value: float, device: torch.device) -> float:
     tensor = torch.tensor([value], dtype=torch.float64, device=device)
     dist.all_reduce(tensor, op=dist.ReduceOp.AVG if dist.get_backend() == "nccl" else dist.ReduceOp.SUM)
     return float(tensor.item()) / (1 if dist.get_backend() == "nccl" else dist.get_world_size())
+
+
+def full_norm(norm) -> float:
+    """A norm as a float (FSDP2 returns a DTensor)."""
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+
+
+def gradient_norm(model) -> float:
+    return full_norm(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))

@@ -31,6 +31,10 @@ class SpikeDetector:
         self.consecutive = 0
         return False
 
+    def rolled_back(self) -> None:
+        """The trainer went back to a checkpoint: the spikes in a row are dealt with."""
+        self.consecutive = 0
+
     def state_dict(self) -> dict:
         return {"history": list(self.history), "consecutive": self.consecutive}
 

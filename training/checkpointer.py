@@ -1,0 +1,63 @@
+"""The checkpointer: it owns the checkpoint folder and interval and gathers every stateful part of the trainer
+(model and optimizer through torch.distributed.checkpoint; the data position, the spike history, the noise scale
+and the update counter in each rank's own file), so the loop only asks it to save, restore or roll back."""
+from __future__ import annotations
+
+from typing import Protocol
+
+from configs.training import CheckpointSpec
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+
+
+class Stateful(Protocol):
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+class UpdateCounter:
+    """Optimizer steps taken, and update attempts made (a skipped spike is an attempt but not a step). The step
+    is the checkpoint's own; the attempts count on across resumes so a drill's attempt numbers stay valid."""
+
+    def __init__(self):
+        self.step = self.attempt = 0
+
+    def state_dict(self) -> dict:
+        return {"attempt": self.attempt}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.attempt = state["attempt"]
+
+
+class Checkpointer:
+    def __init__(self, spec: CheckpointSpec, total_steps: int, model, optimizer, rank: int,
+                 parts: dict[str, Stateful | None]):
+        self.spec, self.total_steps, self.rank = spec, total_steps, rank
+        self.model, self.optimizer, self.parts = model, optimizer, parts
+
+    def save_if_due(self, step: int) -> None:
+        if step % self.spec.every == 0 or step == self.total_steps:
+            states = {name: part.state_dict() if part is not None else None for name, part in self.parts.items()}
+            save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank)
+
+    def restore(self) -> tuple[str, int] | None:
+        """Everything from the newest complete checkpoint: (its folder, its step), or None for a fresh start."""
+        folder = self.latest()
+        if folder is None:
+            return None
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank)
+        for name, part in self.parts.items():
+            if part is not None:
+                part.load_state_dict(restored["trainer"][name])
+        return folder, restored["step"]
+
+    def rollback(self) -> tuple[str, int] | None:
+        """Model and optimizer from the newest checkpoint, while the data reader goes on (the batches since are
+        skipped): (its folder, its step), or None when there is none to go back to."""
+        folder = self.latest()
+        if folder is None:
+            return None
+        return folder, load_checkpoint(folder, self.model, self.optimizer, self.rank)["step"]
+
+    def latest(self) -> str | None:
+        return latest_checkpoint(self.spec.dir)

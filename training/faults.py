@@ -1,0 +1,21 @@
+"""Fault injection for drills and tests, as a data wrapper: the batches of chosen update attempts get random
+targets, which the model meets as a loss spike (`spikes.inject_bad_batches`)."""
+from __future__ import annotations
+
+import torch
+
+from training.checkpointer import UpdateCounter
+
+
+class BadBatches:
+    def __init__(self, data, attempts: list[int], vocab_size: int, counter: UpdateCounter):
+        self.data, self.attempts, self.vocab_size, self.counter = data, set(attempts), vocab_size, counter
+
+    def next_batch(self, batch_size: int):
+        inputs, targets = self.data.next_batch(batch_size)
+        if self.counter.attempt in self.attempts:
+            targets = torch.randint(0, self.vocab_size, targets.shape).numpy().astype(targets.dtype)
+        return inputs, targets
+
+    def __getattr__(self, name: str):       # everything else (state, sizes, checks) is the reader's
+        return getattr(self.data, name)
