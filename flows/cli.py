@@ -9,10 +9,14 @@ from pathlib import Path
 
 from flows.environment import apply_cli_defaults
 
+QUIET_COMMANDS = ("run", "train", "ablate")     # a progress display and a summary; the full log goes to a file
+
 
 def main(argv: list[str] | None = None) -> int:
-    apply_cli_defaults()  # before Prefect / MLflow are imported
     parser = argparse.ArgumentParser(prog="sluice", description="Data-centric LLM pretraining pipeline")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show every log line live (default for run, train, ablate: progress and warnings; "
+                             "the full log goes to a file under the state dir)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a recipe end to end")
@@ -65,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--backend-store-uri", help="MLflow's backend store (default: SQLite in the state dir)")
 
     args = parser.parse_args(argv)
+    apply_cli_defaults(quiet=args.command in QUIET_COMMANDS and not args.verbose)  # before Prefect / MLflow load
+    if args.command in QUIET_COMMANDS and not args.verbose:
+        from flows.console import log_to_file
+        from storage.locations import state_dir
+
+        print(f"full log: {log_to_file(state_dir() / 'logs', args.command)} (-v shows it live)", file=sys.stderr)
     if args.command == "server":
         return _server(args)
     if args.command == "corpus":
@@ -102,6 +112,22 @@ def main(argv: list[str] | None = None) -> int:
     return _run(recipe)
 
 
+def _stage_outcome(name: str, stats: dict) -> str:
+    """What a stage made, in its own terms: documents for the document stages, models for the others."""
+    if name == "quality_models":
+        return "quality models trained"
+    if name == "tokenizer":
+        return f"{stats['notes'].get('vocab_size', '?')} pieces from {stats['documents_out']} sample documents"
+    if name == "mixture":
+        return f"{stats['documents_out']} documents drawn"
+    read = f"from {stats['records_read']} records" if stats["records_read"] else f"of {stats['candidates']}"
+    return f"{stats['documents_out']} documents {read}"
+
+
+def _figure(value) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
 def _run(recipe) -> int:
     from flows.curation import curation_flow
     from storage.stage_result import stage_folder
@@ -111,17 +137,17 @@ def _run(recipe) -> int:
     print(f"recipe {result['recipe']}:")
     for name, stage in result["stages"].items():
         stats = stage["stats"]
-        read = f" from {stats['records_read']} records" if stats["records_read"] else f" of {stats['candidates']}"
-        print(f"  {name}: {stats['documents_out']} documents{read} ({'cached' if stage['cached'] else 'computed'})")
+        done = "cached" if stage["cached"] else f"computed in {stats.get('wall_seconds', 0):.1f} s"
+        print(f"  {name}: {_stage_outcome(name, stats)} ({done})")
         print(f"    output:          {stage_folder(stage)}/")
-        print(f"    manifest:        {stage['manifest']}")
-        print(f"    drops:           {json.dumps(stats['drops'])}")
+        if stats["drops"]:
+            print(f"    drops:           {json.dumps(stats['drops'])}")
         if stats["problems"]:
             print(f"    problems:        {json.dumps(stats['problems'])}")
     if result["training"]:
         training = result["training"]
-        print(f"  train: step {training.get('step')}, loss {training.get('loss')}, validation loss "
-              f"{training.get('val_loss')} ({training.get('val_bpb')} bits per byte)")
+        print(f"  train: step {training.get('step')}, loss {_figure(training.get('loss'))}, validation loss "
+              f"{_figure(training.get('val_loss'))} ({_figure(training.get('val_bpb'))} bits per byte)")
         print(f"    checkpoints:     {training['checkpoint_dir']}")
         print(f"    MLflow run:      {training['mlflow_run_id']}")
         if training.get("model_uri"):

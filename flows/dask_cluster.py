@@ -11,6 +11,11 @@ from configs.schema import DaskConfig
 
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
 # first task of a stage does not pay for importing Prefect's task engine and the extraction libraries.
+# Dask's statistical profiler samples the worker threads' stacks from the worker's event loop and holds those
+# frames: a frame's locals are then freed on the event-loop thread, and Resiliparse's parse trees must be freed
+# on the thread that made them ("HTMLTreePy is unsendable, but is being dropped on another thread"). Off.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}   # the same, for `dask worker`
 WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "tasks.tokenize.task",
                   "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task")
 
@@ -25,10 +30,11 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     if config.address:
         yield config.address
         return
+    import dask
     from distributed import LocalCluster
 
     workers = config.n_workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True,
+    with dask.config.set(WORKER_CONFIG), LocalCluster(n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True,
                       dashboard_address=":0", host="127.0.0.1", env=_prefect_api_env(),
                       preload=list(WORKER_PRELOAD)) as cluster:
         yield cluster.scheduler_address

@@ -11,11 +11,17 @@ def apply_quiet_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")   # per-file bars when a model loads
 
 
-def apply_cli_defaults() -> None:
-    """For the `sluice` command: keep Prefect's database and MLflow's under the project's state directory."""
+def apply_cli_defaults(quiet: bool = False) -> None:
+    """For the `sluice` command: keep Prefect's database and MLflow's under the project's state directory; `quiet`
+    keeps the console to progress, warnings and the summary (flows.console)."""
     apply_quiet_defaults()
+    if quiet:
+        from flows.console import quiet_console_environment
+
+        quiet_console_environment()
     state = state_dir()
     os.environ.setdefault("PREFECT_HOME", str(state / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

@@ -93,12 +93,13 @@ def services(options: ServerOptions) -> list[Service]:
                                                 "--port", str(options.dask_port), "--dashboard-address",
                                                 f"{options.host}:{options.dask_dashboard_port}"],
                              f"http://{options.host}:{options.dask_dashboard_port}/health", clients))
-        from flows.dask_cluster import WORKER_PRELOAD
+        from flows.dask_cluster import WORKER_CONFIG_ENV, WORKER_PRELOAD
 
         preload = [arg for module in WORKER_PRELOAD for arg in ("--preload", module)]
         found += [Service(f"dask-worker-{index}", [str(bin_dir / "dask"), "worker", options.dask_address,
                                                   "--nthreads", "1", "--host", options.host,
-                                                  "--name", f"sluice-{index}", *preload], None, clients)
+                                                  "--name", f"sluice-{index}", *preload], None,
+                          clients | WORKER_CONFIG_ENV)
                   for index in range(options.dask_workers)]
     if options.deployments:
         dask = {"SLUICE_DASK_ADDRESS": options.dask_address} if options.dask_workers else {}

@@ -17,6 +17,7 @@ from prefect import get_run_logger
 from prefect.futures import as_completed
 
 from configs.schema import Recipe
+from flows.console import Progress
 from flows.reporting import StageReport, publish_stage_report
 from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
@@ -109,7 +110,8 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[dict]:
     """Map a Prefect task over `jobs` on the flow's task runner; results come back in job order.
 
-    Logs one progress line per finished task. Tasks return small dicts (paths and counts), never documents.
+    Logs one line per finished task and draws the step's progress on the console (flows.console). Tasks return
+    small dicts (paths and counts), never documents.
     """
     from prefect import unmapped
 
@@ -117,9 +119,11 @@ def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[di
     futures = task.map(list(jobs), **{name: unmapped(value) for name, value in unmapped_arguments.items()})
     order = {future.task_run_id: index for index, future in enumerate(futures)}
     results: list[dict | None] = [None] * len(futures)
+    progress = Progress(label, len(futures))
     for done, future in enumerate(as_completed(futures), start=1):
         results[order[future.task_run_id]] = future.result()
         logger.info("%s: %d/%d done", label, done, len(futures))
+        progress.update(done)
     return results
 
 

@@ -106,9 +106,18 @@ def training_flow(config: TrainingConfig) -> dict:
                            f"the latest checkpoint in {config.checkpoint.dir}")
     with open(os.path.join(config.checkpoint.dir, RUN_RECORD)) as handle:
         run_id = json.load(handle)["run_id"]
+    if "loss" not in last:      # nothing left to train: the run's final figures are in MLflow
+        last |= _final_metrics(config, run_id)
     model_uri = _logged_model(config, run_id)
     logger.info("trained model: %s", model_uri or "not logged (no tokenizer)")
     return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri, **last}
+
+
+def _final_metrics(config: TrainingConfig, run_id: str) -> dict:
+    import mlflow
+
+    metrics = mlflow.MlflowClient(tracking_uri(config.mlflow.tracking_uri)).get_run(run_id).data.metrics
+    return {name: metrics[name] for name in ("loss", "val_loss", "val_bpb", "suite_bpb/macro") if name in metrics}
 
 
 def _logged_model(config: TrainingConfig, run_id: str) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
+from pathlib import Path
 
 import mlflow
 import torch
@@ -19,6 +21,7 @@ from training.model import ModelConfig, Transformer
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "model_config.json"
 LOGGED_MODEL_NAME = "model"
+ENTRY = Path(__file__).with_name("logged_model_entry.py")      # the pyfunc as code, not a pickled object
 
 
 def checkpoint_model_config(checkpoint: str) -> ModelConfig:
@@ -32,9 +35,16 @@ def consolidated_weights(checkpoint: str, out_path: str) -> str:
     import torch.distributed.checkpoint as dcp
 
     state = {"model": Transformer(checkpoint_model_config(checkpoint)).state_dict()}
-    dcp.load(state, checkpoint_id=checkpoint)    # without a process group DCP reads every rank's shards itself
+    with warnings.catch_warnings():     # torch warns on every single-process load; one process is the intent here
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        dcp.load(state, checkpoint_id=checkpoint, no_dist=True)    # one process reads every rank's shards
     torch.save(state["model"], out_path)
     return out_path
+
+
+# MLflow advises type hints on `predict` when a PythonModel class is defined; with them it would infer the
+# signature from the hints and drop the params schema (`new_tokens`, `temperature`, `seed`) given explicitly below.
+warnings.filterwarnings("ignore", message=".*Add type hints to the `predict` method", category=UserWarning)
 
 
 class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
@@ -86,7 +96,8 @@ def log_language_model(client: mlflow.MlflowClient, run_id: str, checkpoint: str
             json.dump(checkpoint_model_config(checkpoint).to_dict(), handle, indent=2)
         artifacts = {"weights": consolidated_weights(checkpoint, os.path.join(folder, WEIGHTS_FILE)),
                      "tokenizer": tokenizer_path, "model_config": config_path}
-        mlflow.pyfunc.log_model(python_model=SluiceLanguageModel(), artifacts=artifacts, signature=_signature(),
+        mlflow.pyfunc.log_model(python_model=str(ENTRY), artifacts=artifacts, signature=_signature(),
+                                input_example=["The"],
                                 pip_requirements=[f"torch=={torch.__version__.split('+')[0]}",
                                                   f"sentencepiece=={sentencepiece.__version__}"],
                                 model_id=model.model_id)
