@@ -55,3 +55,15 @@ def byte_shards(data_dir, tmp_path_factory) -> list[str]:
         writer.close()
         bases.append(str(out / f"shard-{index}"))
     return bases
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the temporary Prefect servers the flows started while pytest's output streams are still open: left to
+    Prefect's atexit hook, the server logs its 'Stopping temporary server' line to a stream pytest has closed."""
+    import sys
+
+    if "prefect.server.api.server" in sys.modules:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        for server in list(SubprocessASGIServer._instances.values()):
+            server.stop()
