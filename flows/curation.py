@@ -44,6 +44,7 @@ def curation_flow(recipe: Recipe) -> dict:
             log_datasets(training["mlflow_run_id"], [mixture_dataset(stages["mixture"])])
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
+            "dask_scheduler": address,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, run.info.run_id),
             "training": training}
 
