@@ -7,7 +7,8 @@ import os
 from configs.quality import QualityFilterConfig
 from flows.reporting import StageReport
 from tasks.quality.apply import KEPT
-from tasks.quality.charts import histograms_png, thresholds_by_attribute
+from tasks.quality.charts import histograms_png
+from tasks.quality.families import thresholds_by_attribute
 
 
 def models_report(kenlm: list[dict], classifier: dict | None) -> StageReport:

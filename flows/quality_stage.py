@@ -23,7 +23,7 @@ from tasks.quality.apply import FilterJob, merge_examples
 from tasks.quality.funnel import funnel_rows
 from tasks.quality.models import MODELS_FILE, write_models_index
 from tasks.quality.reference import reference_files
-from tasks.quality.rules import family_checks
+from tasks.quality.families import family_checks
 from tasks.quality.score import ScoreJob
 from tasks.quality.task import (filter_shard_task, score_shard_task, summarize_task, train_classifier_task,
                                 train_kenlm_task)

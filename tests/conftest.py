@@ -63,7 +63,11 @@ def pytest_sessionfinish(session, exitstatus):
     import sys
 
     if "prefect.server.api.server" in sys.modules:
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
         from prefect.server.api.server import SubprocessASGIServer
 
+        APILogWorker.drain_all(timeout=30)      # logs and events still queued go out while the server is up
+        EventsWorker.drain_all(timeout=30)
         for server in list(SubprocessASGIServer._instances.values()):
             server.stop()

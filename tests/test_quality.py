@@ -15,8 +15,9 @@ import pytest
 from configs.quality import C4LineRules, ClassifierConfig, KenlmConfig, QualityConfig, QualityFilterConfig
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents
 from tasks.quality.attributes import ATTRIBUTE_TYPES, heuristic_attributes
+from tasks.quality.families import family_checks
 from tasks.quality.gopher import _duplicated_ngram_chars, _top_ngram_chars, _word_ids
-from tasks.quality.rules import c4_reason, family_checks, fineweb_reason, gopher_quality_reason
+from tasks.quality.rules import c4_reason, fineweb_reason, gopher_quality_reason
 from tasks.quality.words import split_words
 
 GERMAN = ("Die Stadt liegt an einem großen Fluss und ist für ihre alte Brücke bekannt. Im Sommer kommen viele "

@@ -15,7 +15,8 @@ from storage.manifest import sha256_file
 from storage.parquet import write_table
 from tasks.quality.attributes import ATTRIBUTE_TYPES
 from tasks.quality.classifier import seeded_rank
-from tasks.quality.rules import family_checks, perplexity_bucket
+from tasks.quality.families import family_checks
+from tasks.quality.rules import perplexity_bucket
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 

@@ -1,32 +1,11 @@
-"""PNG histograms of the quality attributes with the filter's thresholds marked."""
+"""PNG histograms of the quality attributes with the filter's thresholds marked (the marks come from the
+families: tasks/quality/families.thresholds_by_attribute)."""
 from __future__ import annotations
 
 import math
 import os
 
-from configs.quality import QualityFilterConfig
 from tasks.charts import default_style, new_figure, save_png
-
-
-def thresholds_by_attribute(config: QualityFilterConfig, cutoffs: dict) -> dict[str, list[float]]:
-    """Threshold values drawn on each histogram (only those that apply)."""
-    gopher, repetition, c4, fineweb = config.gopher_quality, config.gopher_repetition, config.c4, config.fineweb
-    marks = {
-        "gopher_words": [gopher.min_doc_words, gopher.max_doc_words],
-        "gopher_avg_word_length": [gopher.min_avg_word_length, gopher.max_avg_word_length],
-        "gopher_alpha_words_ratio": [gopher.min_alpha_words_ratio],
-        "gopher_stop_words": [gopher.min_stop_words],
-        "rep_dup_line_frac": [repetition.dup_line_frac],
-        "rep_top_2gram_char_frac": [repetition.top_ngram_char_frac.get(2)],
-        "rep_dup_5gram_char_frac": [repetition.dup_ngram_char_frac.get(5)],
-        "c4_sentences": [c4.min_sentences],
-        "fineweb_line_punct_ratio": [fineweb.min_line_punct_ratio],
-        "fineweb_short_line_ratio": [fineweb.max_short_line_ratio],
-        "fineweb_dup_line_char_ratio": [fineweb.max_dup_line_char_ratio],
-        "kenlm_ppl": [edge for edges in cutoffs.get("kenlm_bucket_edges", {}).values() for edge in edges],
-        "hq_prob": [cutoffs.get("classifier_min_hq_prob")],
-    }
-    return {name: [value for value in values if value is not None] for name, values in marks.items()}
 
 
 def histograms_png(histograms: dict[str, dict], marks: dict[str, list[float]], path: str) -> str:

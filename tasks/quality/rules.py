@@ -1,18 +1,14 @@
-"""The filter's rules: each family reads stored attributes and gives the first rule a document fails.
+"""The filter's rules: each family reads stored attributes and gives the first rule a document fails (the family
+objects in tasks/quality/families.py hold these with their attributes and histograms).
 
 A rule whose attribute is None (not applicable: a language written without spaces, a language without a
 stop-word list or bad-word list, a text with no lines) passes. Reason names follow datatrove's where it has one.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from configs.quality import (C4Thresholds, ClassifierThresholds, FineWebThresholds, GopherQualityThresholds,
-                             GopherRepetitionThresholds, KenlmThresholds, QualityFilterConfig)
+                             GopherRepetitionThresholds, KenlmThresholds)
 from tasks.quality.classifier import seeded_rank
-
-FAMILIES = ("gopher_quality", "gopher_repetition", "c4", "fineweb", "kenlm", "classifier")
-
 
 def _below(value, limit) -> bool:
     return limit is not None and value is not None and value < limit
@@ -90,22 +86,6 @@ def classifier_reason(row: dict, t: ClassifierThresholds, min_prob: float | None
     if row["hq_prob"] is None:
         return None
     return "classifier_low_hq_prob" if _below(row["hq_prob"], min_prob) else None
-
-
-def family_checks(config: QualityFilterConfig, cutoffs: dict) -> list[tuple[str, Callable[[dict], str | None]]]:
-    """(family, row -> reason) for each enabled family, in funnel order. `cutoffs` holds the corpus-level
-    numbers: perplexity bucket edges per language and the classifier's probability threshold."""
-    edges = cutoffs.get("kenlm_bucket_edges", {})
-    min_prob = cutoffs.get("classifier_min_hq_prob")
-    checks = {
-        "gopher_quality": lambda row: gopher_quality_reason(row, config.gopher_quality),
-        "gopher_repetition": lambda row: gopher_repetition_reason(row, config.gopher_repetition),
-        "c4": lambda row: c4_reason(row, config.c4),
-        "fineweb": lambda row: fineweb_reason(row, config.fineweb),
-        "kenlm": lambda row: kenlm_reason(row, config.kenlm, perplexity_bucket(row, edges)),
-        "classifier": lambda row: classifier_reason(row, config.classifier, min_prob),
-    }
-    return [(family, checks[family]) for family in FAMILIES if getattr(config, family).enabled]
 
 
 def perplexity_bucket(row: dict, edges: dict[str, list[float]]) -> str | None:

@@ -6,13 +6,9 @@ import numpy as np
 
 from configs.quality import QualityConfig
 from storage.document_shard import read_documents
+from tasks.quality.families import histogram_scales
 
-# The attributes shown as histograms (with their thresholds marked), and whether to bin them on a log scale.
-HISTOGRAMS = {"gopher_words": True, "gopher_avg_word_length": False, "gopher_alpha_words_ratio": False,
-              "gopher_stop_words": False, "rep_dup_line_frac": False, "rep_top_2gram_char_frac": False,
-              "rep_dup_5gram_char_frac": False, "c4_sentences": True, "fineweb_line_punct_ratio": False,
-              "fineweb_short_line_ratio": False, "fineweb_dup_line_char_ratio": False, "kenlm_ppl": True,
-              "hq_prob": False}
+HISTOGRAMS = histogram_scales()      # attribute -> binned on a log10 scale
 BINS = 40
 
 
