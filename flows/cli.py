@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--backend-store-uri", help="MLflow's backend store (default: SQLite in the state dir)")
 
     args = parser.parse_args(argv)
-    apply_cli_defaults(quiet=args.command in QUIET_COMMANDS and not args.verbose)  # before Prefect / MLflow load
-    if args.command in QUIET_COMMANDS and not args.verbose:
+    quiet = args.command in QUIET_COMMANDS and not args.verbose
+    apply_cli_defaults(quiet=quiet)  # before Prefect / MLflow load
+    if quiet:
         from flows.console import log_to_file
         from storage.locations import state_dir
 

@@ -34,9 +34,9 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     from distributed import LocalCluster
 
     workers = config.n_workers or os.cpu_count() or 1
-    with dask.config.set(WORKER_CONFIG), LocalCluster(n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True,
-                      dashboard_address=":0", host="127.0.0.1", env=_prefect_api_env(),
-                      preload=list(WORKER_PRELOAD)) as cluster:
+    with dask.config.set(WORKER_CONFIG), LocalCluster(
+            n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True, dashboard_address=":0",
+            host="127.0.0.1", env=_prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster:
         yield cluster.scheduler_address
 
 

@@ -42,10 +42,6 @@ def consolidated_weights(checkpoint: str, out_path: str) -> str:
     return out_path
 
 
-# MLflow advises type hints on `predict` when a PythonModel class is defined; with them it would infer the
-# signature from the hints and drop the params schema (`new_tokens`, `temperature`, `seed`) given explicitly below.
-warnings.filterwarnings("ignore", message=".*Add type hints to the `predict` method", category=UserWarning)
-
 
 class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
     """Prompts in, continuations out. Params: `new_tokens` (default 32), `temperature` (0 = greedy), `seed`."""
@@ -59,6 +55,8 @@ class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
         self.model.eval()
         self.tokenizer = spm.SentencePieceProcessor(model_file=context.artifacts["tokenizer"])
 
+    # No type hints on `predict` (MLflow advises them): with hints MLflow infers the signature from them and drops
+    # the params schema (`new_tokens`, `temperature`, `seed`) given explicitly in `_signature`.
     @torch.no_grad()
     def predict(self, context, model_input, params: dict | None = None) -> list[str]:
         prompts = list(model_input.iloc[:, 0]) if hasattr(model_input, "iloc") else list(model_input)
