@@ -11,31 +11,27 @@ decontamination, seeds, the statistics) is the shipped ablation file's. Writes `
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WORK = ROOT / "benchmarks" / "_work"
-CORPUS = WORK / "corpus-bench"
+from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, write_result  # noqa: E402
+
 MODEL = {"preset": "tiny", "n_layers": 4, "d_model": 256, "n_heads": 4, "seq_len": 256}
 
 
-def bench_ablation(variants: list[str], seeds: int, tokens: int):
+def bench_ablation(corpus: Path, variants: list[str], seeds: int, tokens: int):
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
     base = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     base |= {"name": "bench", "store": str(WORK / "ablation-store"),
-             "input": {"paths": [str(CORPUS / "warc")], "source": "cc-sluice-bench"}}
+             "input": {"paths": [str(corpus / "warc")], "source": "cc-sluice-bench"}}
     raw |= {"name": "ablation-bench", "base": base, "origin": str(ROOT),
             "variants": {name: raw["variants"][name] for name in variants},
             "seeds": list(range(seeds)), "tokens": tokens,
@@ -46,22 +42,20 @@ def bench_ablation(variants: list[str], seeds: int, tokens: int):
     return parse_ablation(raw, origin="benchmarks/ablation.py")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", default="raw,+classifier", help="comma-separated, from configs/ablation.yaml")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=1 << 20)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "ablation.json"))
-    args = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    if not (CORPUS / "corpus.json").exists():
-        subprocess.run([str(ROOT / ".venv" / "bin" / "sluice"), "corpus", "--size", "bench", "--seed", "0",
-                        "--out", str(CORPUS)], check=True)
+    parser.add_argument("--out", type=Path, default=RESULTS / "ablation.json")
+    args = parser.parse_args(argv)
+    os.environ.update(bench_env())
+    corpus, origin = ensure_corpus()
     from flows.ablation import ablation_flow, budget_figures
     from training.plan import plan
 
-    ablation = bench_ablation(args.variants.split(","), args.seeds, args.tokens)
+    ablation = bench_ablation(corpus, args.variants.split(","), args.seeds, args.tokens)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
@@ -72,9 +66,7 @@ def main() -> int:
     parameters = plan(ablation.train.model_copy(update={"tokens": ablation.tokens, "model": ablation.train.model
                                                         .model_copy(update={"vocab_size": 4096})}))["parameters"]
     report = {
-        "command": "OMP_NUM_THREADS unset; .venv/bin/python benchmarks/ablation.py "
-                   + " ".join(shlex.quote(arg) for arg in sys.argv[1:]),
-        "machine": f"{os.cpu_count()} CPU cores, no GPU",
+        "corpus": origin,
         "model": MODEL | {"vocab_size": 4096, "parameters": parameters},
         "seeds": len(ablation.seeds),
         "seed_controls": ablation.seed_controls,
@@ -104,9 +96,8 @@ def main() -> int:
         "mlflow_run_id": result["mlflow_run_id"],
         "markdown": result["markdown"],
     }
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.out, report, "ablation.py", argv)
     print(result["markdown"])
-    print(f"wrote {args.out}")
     return 0
 
 

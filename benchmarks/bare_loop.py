@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SUFFIXES = (".warc.gz", ".warc.lz4", ".warc.zst", ".warc", ".wet.gz", ".wet", ".arc.gz", ".arc")
+from benchmarks.harness import input_files  # noqa: E402
 
 # Functions whose cumulative time makes up the per-document phases of extract_shard (for --profile).
 PHASES = {
@@ -46,10 +46,6 @@ PHASES = {
     "Parquet write": ("storage/document_shard.py", "write_documents"),
     "blocklist load": ("tasks/extract/url_filter.py", "load_blocklist"),
 }
-
-
-def input_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
 
 
 def extract_config_of(recipe_path: Path):

@@ -19,21 +19,19 @@ largest resident set of any single process of the run's tree (psutil, polled eve
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import shlex
 import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.dedup_quality import score  # noqa: E402
-from benchmarks.throughput import PEER_PYTHON, RESULTS, WORK, ensure_corpus, machine_info, run_json  # noqa: E402
+from benchmarks.harness import (PEER_PYTHON, PYTHON, RESULTS, ROOT, WORK, bench_extraction, bench_recipe,  # noqa: E402
+                                ensure_corpus, ensure_peer, log, ratio, run_child, write_result)
+from storage.stage_result import stage_folder  # noqa: E402
 
 BENCH_WORK = WORK / "dedup-bench"
-PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GOALS = {"precision": 0.99, "recall_at_0.85": 0.99, "recall_at_0.75": 0.90, "recall_exact": 1.0,
          "speedup_vs_datatrove_per_core": 3.0, "scaling_2w_over_1w": 1.8}
 RECIPES = {
@@ -43,29 +41,7 @@ RECIPES = {
 NOT_DEDUP_DECISIONS = ("too_short_after_paragraph_dedup",)  # drops by paragraph removal are not duplicate calls
 
 
-# ----------------------------------------------------------------------------------------------- children
-
-
-def _recipe(store: str, corpus: str, dedup: dict, workers: int):
-    from configs.base import merged
-    from configs.schema import load_recipe, parse_recipe
-
-    raw = load_recipe(ROOT / "configs" / "demo.yaml").model_dump(mode="json")
-    raw["input"]["paths"] = [corpus]
-    raw["store"] = store
-    raw["dedup"] = merged(raw["dedup"], dedup)
-    raw["dask"]["n_workers"] = workers
-    raw["mlflow"]["experiment"] = "bench-dedup"
-    return parse_recipe(raw)
-
-
-def extract_child(args) -> int:
-    from flows.curation import curation_flow
-
-    recipe = _recipe(args.store, args.corpus, {"enabled": False}, 2)
-    recipe = recipe.model_copy(update={"tokenizer": recipe.tokenizer.model_copy(update={"enabled": False})})
-    print(json.dumps(curation_flow(recipe)["stages"]["extract"]))
-    return 0
+# ----------------------------------------------------------------------------------------------- the timed child
 
 
 def stage_child(args) -> int:
@@ -77,7 +53,7 @@ def stage_child(args) -> int:
     from flows.dask_cluster import dask_cluster
     from flows.dedup_stage import dedup_stage_flow
 
-    recipe = _recipe(args.store, args.corpus, json.loads(args.dedup), args.workers)
+    recipe = bench_recipe(args.store, [args.corpus], args.workers, "dedup", {"dedup": json.loads(args.dedup)})
     parent = json.loads(args.parent)
 
     @flow(name="bench-dedup")
@@ -91,11 +67,7 @@ def stage_child(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------------------------- harness
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+# ----------------------------------------------------------------------------------------------- scoring
 
 
 def record_ids(extract: dict) -> dict[str, str]:
@@ -103,7 +75,7 @@ def record_ids(extract: dict) -> dict[str, str]:
     from storage.document_shard import read_documents
 
     ids = {}
-    for path in sorted((Path(extract["manifest"]).parent / "shards").glob("*.parquet")):
+    for path in sorted((Path(stage_folder(extract)) / "shards").glob("*.parquet")):
         table = read_documents(str(path), ["id", "warc_record_id"])
         ids |= dict(zip(table.column("id").to_pylist(), table.column("warc_record_id").to_pylist()))
     return ids
@@ -120,7 +92,7 @@ def ours_removed(stage: dict) -> dict[str, dict]:
     from storage.parquet import read_table
 
     removed = {}
-    for path in sorted((Path(stage["manifest"]).parent / "removed").glob("*.parquet")):
+    for path in sorted((Path(stage_folder(stage)) / "removed").glob("*.parquet")):
         for row in read_table(str(path)).to_pylist():
             if row["reason"] not in NOT_DEDUP_DECISIONS:
                 removed[row["id"]] = row
@@ -140,7 +112,7 @@ def false_positives_on_text(extract: dict, labels: Path, removed: dict[str, dict
 
     config = MinHashConfig()
     texts, records = {}, {}
-    for path in sorted((Path(extract["manifest"]).parent / "shards").glob("*.parquet")):
+    for path in sorted((Path(stage_folder(extract)) / "shards").glob("*.parquet")):
         table = read_documents(str(path), ["id", "text", "lang", "warc_record_id"])
         for row in table.to_pylist():
             texts[row["id"]] = set(shingle_hashes(token_hashes(row["text"], row["lang"] or "", config), 5).tolist())
@@ -165,11 +137,11 @@ def false_positives_on_text(extract: dict, labels: Path, removed: dict[str, dict
 def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, labels: Path) -> dict:
     store = BENCH_WORK / f"store-{name}-w{workers}"
     shutil.rmtree(store, ignore_errors=True)
-    lines, cost, _ = run_json([PYTHON, str(Path(__file__)), "_stage", "--store", str(store), "--corpus", str(corpus),
+    lines, cost = run_child([PYTHON, str(Path(__file__)), "_stage", "--store", str(store), "--corpus", str(corpus),
                                "--workers", str(workers), "--dedup", json.dumps(RECIPES[name]),
-                               "--parent", json.dumps(extract)], log, f"sluice dedup {name} w{workers}")
+                               "--parent", json.dumps(extract)], f"sluice dedup {name} w{workers}")
     stage = lines[-1]
-    report = json.loads((Path(stage["manifest"]).parent / "report" / "report.json").read_text())
+    report = json.loads((Path(stage_folder(stage)) / "report" / "report.json").read_text())
     stats = stage["stats"]
     removed = ours_removed(stage)
     return {"stage_seconds": stats["wall_seconds"], "call_seconds": stage["call_seconds"],
@@ -182,46 +154,33 @@ def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, la
 def run_peer(workers: int, extract: dict, ids: dict, labels: Path) -> dict:
     work = BENCH_WORK / f"datatrove-w{workers}"
     shutil.rmtree(work, ignore_errors=True)
-    shards = Path(extract["manifest"]).parent / "shards"
-    lines, cost, _ = run_json([str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_dedup_datatrove.py"), str(shards),
-                               "--work", str(work), "--workers", str(workers)], log, f"datatrove dedup w{workers}")
+    shards = Path(stage_folder(extract)) / "shards"
+    lines, cost = run_child([PEER_PYTHON, str(ROOT / "benchmarks" / "peer_dedup_datatrove.py"), str(shards),
+                               "--work", str(work), "--workers", str(workers)], f"datatrove dedup w{workers}")
     peer = lines[-1]
     return {"seconds": peer["seconds"], "peak_rss_mb_self_reported": peer["peak_rss_mb"],
             "documents_in": peer["documents_in"], "removed": len(peer["removed_ids"]),
             "quality": quality(labels, ids, set(peer["removed_ids"]))} | cost
 
 
-def bench_extraction(corpus: Path) -> tuple[dict, dict]:
-    """The extraction stage's summary for the corpus (computed once, then cached in the bench store)."""
-    BENCH_WORK.mkdir(parents=True, exist_ok=True)
-    lines, cost, _ = run_json([PYTHON, str(Path(__file__)), "_extract", "--corpus", str(corpus / "warc"),
-                               "--store", str(BENCH_WORK / "extract-store")], log, "extraction (cached)")
-    return lines[-1], cost
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    return round(numerator / denominator, 2)
-
-
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="child")
-    for name in ("_extract", "_stage"):
-        child = sub.add_parser(name)
-        child.add_argument("--store", required=True)
-        child.add_argument("--corpus", required=True)
-        child.add_argument("--workers", type=int, default=1)
-        child.add_argument("--dedup", default="{}")
-        child.add_argument("--parent", default="{}")
+    child = sub.add_parser("_stage")
+    child.add_argument("--store", required=True)
+    child.add_argument("--corpus", required=True)
+    child.add_argument("--workers", type=int, default=1)
+    child.add_argument("--dedup", default="{}")
+    child.add_argument("--parent", default="{}")
     parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ and labels.jsonl (default: bench)")
     parser.add_argument("--out", type=Path, default=RESULTS / "dedup.json")
     args = parser.parse_args(argv)
-    if args.child == "_extract":
-        return extract_child(args)
     if args.child == "_stage":
         return stage_child(args)
 
-    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    corpus, corpus_origin = ensure_corpus(args.corpus)
+    ensure_peer()
     labels = corpus / "labels.jsonl"
     extract, extract_cost = bench_extraction(corpus)
     ids = record_ids(extract)
@@ -236,9 +195,6 @@ def main(argv: list[str] | None = None) -> int:
                                 runs["datatrove_w2"])
     headline = ours["quality"]
     result = {
-        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/dedup.py",
-                                                     *(argv if argv is not None else sys.argv[1:])]),
-        "date": dt.datetime.now().isoformat(timespec="minutes"),
         "corpus": corpus_origin,
         "documents_in": ours["documents_in"],
         "precision": headline["precision"],
@@ -263,11 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         "goals": GOALS,
         "runs": runs,
         "extraction": {"manifest": extract["manifest"], "cost": extract_cost},
-        "machine": machine_info(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    log(json.dumps({key: value for key, value in result.items() if key not in ("runs", "machine", "extraction")},
+    write_result(args.out, result, "dedup.py", argv)
+    log(json.dumps({key: value for key, value in result.items() if key not in ("runs", "extraction")},
                    indent=2))
     return 0
 

@@ -93,7 +93,8 @@ def main() -> None:
         "date": date.today().isoformat(), "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "corpus": str(args.corpus), "responses": len(labels),
         "documents": {"expected": len(expected), "kept": len(kept),
-                      "kept_and_expected": len(kept & expected), "recall": round(len(kept & expected) / len(expected), 4),
+                      "kept_and_expected": len(kept & expected),
+                      "recall": round(len(kept & expected) / len(expected), 4),
                       "kept_but_not_documents": len(kept & unexpected),
                       "missed_by_kind": dict(Counter(l["kind"] for l in labels
                                                      if l["expect_document"] and l["record_id"] not in kept))},

@@ -18,10 +18,8 @@ process, one at a time, one core.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gzip
 import json
-import shlex
 import shutil
 import sys
 import time
@@ -31,18 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.dedup import BENCH_WORK, PYTHON, bench_extraction, log, ratio  # noqa: E402
-from benchmarks.throughput import PEER_PYTHON, RESULTS, ensure_corpus, machine_info, run_json  # noqa: E402
+from benchmarks.harness import (PEER_PYTHON, PYTHON, RESULTS, WORK as BENCH_WORK, bench_extraction,  # noqa: E402
+                                ensure_corpus, ensure_peer, log, ratio, run_child, write_result)
+from storage.stage_result import stage_shard_urls  # noqa: E402
 
-WORK = BENCH_WORK.parent / "quality-bench"
+WORK = BENCH_WORK / "quality-bench"
 FAMILIES = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
 GOALS = {"agreement_per_filter": 0.99, "heuristics_speedup_vs_datatrove_per_core": 2.0}
-
-
-def shard_urls(extract: dict) -> list[str]:
-    from storage.stage_result import stage_shard_urls
-
-    return stage_shard_urls(extract)
 
 
 def write_english_documents(extract: dict, path: Path) -> int:
@@ -50,7 +43,7 @@ def write_english_documents(extract: dict, path: Path) -> int:
 
     count = 0
     with path.open("w", encoding="utf-8") as handle:
-        for url in shard_urls(extract):
+        for url in stage_shard_urls(extract):
             for row in read_documents(url, ["id", "text", "lang"]).to_pylist():
                 if row["lang"] == "en":
                     handle.write(json.dumps(row) + "\n")
@@ -106,7 +99,8 @@ def kenlm_child(args) -> int:
         scorer.perplexity(text)
     seconds = time.perf_counter() - started
     print(json.dumps({"training": trained, "ccnet_documents": len(oracle),
-                      "spearman": round(float(correlation.statistic), 4), "spearman_p": round(float(correlation.pvalue), 4),
+                      "spearman": round(float(correlation.statistic), 4),
+                      "spearman_p": round(float(correlation.pvalue), 4),
                       "pairs": [[a, doc["metadata"]["perplexity"]] for a, doc in zip(ours, oracle)],
                       "scored_documents": len(documents), "seconds": round(seconds, 3),
                       "docs_per_s": round(len(documents) / seconds, 1)}))
@@ -122,7 +116,7 @@ def classifier_child(args) -> int:
     config = ClassifierConfig()
     config = config.model_copy(update={name: [expand_data_dir(path, None) for path in getattr(config, name)]
                                        for name in ("positives", "evaluation_positives", "evaluation_negatives")})
-    trained = train_quality_classifier(shard_urls(json.loads(args.extract)), args.work, config,
+    trained = train_quality_classifier(stage_shard_urls(json.loads(args.extract)), args.work, config,
                                        {"positives": config.evaluation_positives,
                                         "negatives": config.evaluation_negatives})
     classifier = QualityClassifier(str(Path(args.work) / trained["model"]))
@@ -145,7 +139,7 @@ def stop_word_rule_on_german(extract: dict) -> dict:
 
     failing = Counter()
     pages = 0
-    for url in shard_urls(extract):
+    for url in stage_shard_urls(extract):
         for row in read_documents(url, ["text", "lang"]).to_pylist():
             if row["lang"] != "de":
                 continue
@@ -169,6 +163,7 @@ def agreement(ours: dict, peer: dict) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     children = {"_heuristics": heuristics_child, "_kenlm": kenlm_child, "_classifier": classifier_child}
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("child", nargs="?", choices=sorted(children), help="internal: one timed side")
@@ -182,29 +177,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return children[args.child](args)
 
-    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    corpus, corpus_origin = ensure_corpus(args.corpus)
+    ensure_peer()
     extract, _ = bench_extraction(corpus)
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     documents = WORK / "english.jsonl"
     english = write_english_documents(extract, documents)
-    ours_lines, ours_cost, _ = run_json([PYTHON, __file__, "_heuristics", "--documents", str(documents),
-                                         "--decisions", str(WORK / "ours.json")], log, "sluice heuristics")
-    peer_lines, peer_cost, _ = run_json([str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_quality_datatrove.py"),
-                                         str(documents), str(WORK / "peer.json")], log, "datatrove filters")
+    ours_lines, ours_cost = run_child([PYTHON, __file__, "_heuristics", "--documents", str(documents),
+                                         "--decisions", str(WORK / "ours.json")], "sluice heuristics")
+    peer_lines, peer_cost = run_child([PEER_PYTHON, str(ROOT / "benchmarks" / "peer_quality_datatrove.py"),
+                                         str(documents), str(WORK / "peer.json")], "datatrove filters")
     shares, classes = agreement(json.loads((WORK / "ours.json").read_text()),
                                 json.loads((WORK / "peer.json").read_text()))
-    kenlm, _, _ = run_json([PYTHON, __file__, "_kenlm", "--documents", str(documents), "--work", str(WORK / "kenlm")],
-                           log, "KenLM train + score")
-    classifier, _, _ = run_json([PYTHON, __file__, "_classifier", "--documents", str(documents), "--work",
-                                 str(WORK / "classifier"), "--extract", json.dumps(extract)], log,
-                                "classifier train + score")
+    kenlm, _ = run_child([PYTHON, __file__, "_kenlm", "--documents", str(documents), "--work", str(WORK / "kenlm")],
+                         "KenLM train + score")
+    classifier, _ = run_child([PYTHON, __file__, "_classifier", "--documents", str(documents), "--work",
+                               str(WORK / "classifier"), "--extract", json.dumps(extract)],
+                              "classifier train + score")
     ours, peer, kenlm, classifier = ours_lines[-1], peer_lines[-1], kenlm[-1], classifier[-1]
     peer_seconds = sum(peer["seconds"].values())
     result = {
-        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/quality.py",
-                                                     *(argv if argv is not None else sys.argv[1:])]),
-        "date": dt.datetime.now().isoformat(timespec="minutes"), "corpus": corpus_origin,
+        "corpus": corpus_origin,
         "english_documents": english,
         "agreement": shares,
         "heuristics_speedup_vs_datatrove_per_core": ratio(peer_seconds, ours["seconds"]),
@@ -217,12 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         "classifier_auc": classifier["heldout"]["auc"], "classifier_heldout": classifier["heldout"],
         "classifier_quality_labelled": classifier["external"], "classifier_docs_per_s": classifier["docs_per_s"],
         "classifier_training_seconds": classifier["seconds"],
-        "stop_word_rule_on_german": stop_word_rule_on_german(extract), "disagreements": classes, "kenlm_ccnet_pairs": kenlm["pairs"], "goals": GOALS,
-        "process_costs": {"ours": ours_cost, "peer": peer_cost}, "machine": machine_info(),
+        "stop_word_rule_on_german": stop_word_rule_on_german(extract), "disagreements": classes,
+        "kenlm_ccnet_pairs": kenlm["pairs"], "goals": GOALS,
+        "process_costs": {"ours": ours_cost, "peer": peer_cost},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    log(json.dumps({k: v for k, v in result.items() if k not in ("disagreements", "kenlm_ccnet_pairs", "machine",
+    write_result(args.out, result, "quality.py", argv)
+    log(json.dumps({k: v for k, v in result.items() if k not in ("disagreements", "kenlm_ccnet_pairs",
                                                                  "process_costs")}, indent=2))
     return 0
 

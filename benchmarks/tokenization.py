@@ -18,9 +18,7 @@ text into different numbers of tokens, so tokens/s is given for each but not com
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import shlex
 import shutil
 import sys
 import time
@@ -29,20 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.dedup import BENCH_WORK, PYTHON, bench_extraction, log, ratio  # noqa: E402
-from benchmarks.throughput import PEER_PYTHON, RESULTS, ensure_corpus, machine_info, run_json  # noqa: E402
+from benchmarks.harness import (PEER_PYTHON, PYTHON, RESULTS, WORK as BENCH_WORK, bench_extraction,  # noqa: E402
+                                bench_recipe, ensure_corpus, ensure_peer, log, ratio, run_child, write_result)
+from storage.stage_result import stage_folder, stage_shard_urls  # noqa: E402
 
-WORK = BENCH_WORK.parent / "tokenize-bench"
+WORK = BENCH_WORK / "tokenize-bench"
 VOCAB = 32000
 SAMPLE_SIZES = (1000, 2500, 100_000)
 GOALS = {"stage_over_bare_loop": 1.2, "speedup_vs_datatrove_per_core": 1.0, "scaling_2w_over_1w": 1.8,
          "mixture_max_abs_weight_error": 0.01}
-
-
-def shard_urls(extract: dict) -> list[str]:
-    from storage.stage_result import stage_shard_urls
-
-    return stage_shard_urls(extract)
 
 
 def train_child(args) -> int:
@@ -52,9 +45,9 @@ def train_child(args) -> int:
 
     extract = json.loads(args.extract)
     config = TokenizerConfig(vocab_size=VOCAB, sample_documents=args.sample_documents)
-    result = train_tokenizer(shard_urls(extract), args.model, config)
-    train, _ = choose(shard_urls(extract), config.seed, config.heldout_fraction, config.sample_documents, 0)
-    lines = [line for doc in chosen_documents(shard_urls(extract), train, ["text"])
+    result = train_tokenizer(stage_shard_urls(extract), args.model, config)
+    train, _ = choose(stage_shard_urls(extract), config.seed, config.heldout_fraction, config.sample_documents, 0)
+    lines = [line for doc in chosen_documents(stage_shard_urls(extract), train, ["text"])
              for line in doc["text"].split("\n") if line.strip()]
     Path(args.model + ".sample.txt").write_text("\n".join(lines), encoding="utf-8")
     print(json.dumps({key: result[key] for key in ("vocab_size", "train_documents", "train_lines", "seconds",
@@ -70,7 +63,7 @@ def bare_child(args) -> int:
     started = time.perf_counter()
     processor = spm.SentencePieceProcessor(model_file=args.model)
     tokens = documents = text_bytes = 0
-    for url in shard_urls(json.loads(args.extract)):
+    for url in stage_shard_urls(json.loads(args.extract)):
         texts = read_documents(url, ["text"]).column("text").to_pylist()
         tokens += sum(len(ids) + 1 for ids in processor.encode(texts, num_threads=1))   # + EOS, as the stage
         documents += len(texts)
@@ -84,15 +77,12 @@ def stage_child(args) -> int:
     from prefect import flow
     from prefect_dask import DaskTaskRunner
 
-    from benchmarks.dedup import _recipe
-    from configs.tokenizer import TokenizerConfig
     from flows.dask_cluster import dask_cluster
     from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 
     extract = json.loads(args.extract)
-    shared = _recipe(str(WORK / "tokenizer-store"), args.corpus, {}, args.workers)
-    shared = shared.model_copy(update={"tokenizer": TokenizerConfig(vocab_size=VOCAB,
-                                                                    sample_documents=SAMPLE_SIZES[-1])})
+    shared = bench_recipe(WORK / "tokenizer-store", [args.corpus], args.workers, "tokenize",
+                          {"tokenizer": {"vocab_size": VOCAB, "sample_documents": SAMPLE_SIZES[-1]}})
     fresh = shared.model_copy(update={"store": args.store})
 
     @flow(name="bench-tokenize")
@@ -109,7 +99,6 @@ def stage_child(args) -> int:
 def mixture_error(stage: dict, extract: dict) -> dict:
     """The demo recipe's mixture (sources, weights, budget) drawn from the bench corpus's token shards."""
     from configs.schema import load_recipe
-    from storage.stage_result import stage_shard_urls
     from storage.manifest import Manifest
     from tasks.mixture.mix import mix
 
@@ -120,6 +109,7 @@ def mixture_error(stage: dict, extract: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="child")
     for name in ("_train", "_bare", "_stage"):
@@ -136,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         return {"_train": train_child, "_bare": bare_child, "_stage": stage_child}[args.child](args)
 
-    corpus, corpus_origin = ensure_corpus(args.corpus, log)
+    corpus, corpus_origin = ensure_corpus(args.corpus)
+    ensure_peer()
     extract, _ = bench_extraction(corpus)
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
@@ -144,23 +135,23 @@ def main(argv: list[str] | None = None) -> int:
     training = []
     for size in SAMPLE_SIZES:
         model = str(WORK / f"tokenizer-{size}.model")
-        lines, cost, _ = run_json([PYTHON, __file__, "_train", *common, "--model", model,
-                                   "--sample-documents", str(size)], log, f"train tokenizer on {size} documents")
+        lines, cost = run_child([PYTHON, __file__, "_train", *common, "--model", model,
+                                 "--sample-documents", str(size)], f"train tokenizer on {size} documents")
         training.append(lines[-1] | {"process_seconds": cost["process_seconds"]})
     model = str(WORK / f"tokenizer-{SAMPLE_SIZES[-1]}.model")
-    bare, bare_cost, _ = run_json([PYTHON, __file__, "_bare", *common, "--model", model], log, "bare encode loop")
+    bare, bare_cost = run_child([PYTHON, __file__, "_bare", *common, "--model", model], "bare encode loop")
     bare = bare[-1] | bare_cost
     runs = {}
     for workers in (1, 2):
-        lines, cost, _ = run_json([PYTHON, __file__, "_stage", *common, "--workers", str(workers), "--store",
-                                   str(WORK / f"store-w{workers}"), "--corpus", str(corpus / "warc")],
-                                  log, f"sluice tokenize w{workers}")
+        lines, cost = run_child([PYTHON, __file__, "_stage", *common, "--workers", str(workers), "--store",
+                                 str(WORK / f"store-w{workers}"), "--corpus", str(corpus / "warc")],
+                                f"sluice tokenize w{workers}")
         runs[f"sluice_w{workers}"] = lines[-1] | cost
-        peer_lines, peer_cost, _ = run_json(
-            [str(PEER_PYTHON), str(ROOT / "benchmarks" / "peer_tokenize_datatrove.py"),
-             str(Path(extract["manifest"]).parent / "shards"), "--sample", model + ".sample.txt", "--vocab",
+        peer_lines, peer_cost = run_child(
+            [PEER_PYTHON, str(ROOT / "benchmarks" / "peer_tokenize_datatrove.py"),
+             str(Path(stage_folder(extract), "shards")), "--sample", model + ".sample.txt", "--vocab",
              str(VOCAB), "--work", str(WORK / f"datatrove-w{workers}"), "--workers", str(workers)],
-            log, f"datatrove tokenize w{workers}")
+            f"datatrove tokenize w{workers}")
         runs[f"datatrove_w{workers}"] = peer_lines[-1] | peer_cost
 
     ours1, ours2 = (runs[f"sluice_w{w}"]["stats"] for w in (1, 2))
@@ -168,9 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     tokens = ours1["notes"]["tokens"]
     peer1, peer2 = (runs[f"datatrove_w{w}"] for w in (1, 2))
     result = {
-        "command": "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/tokenization.py",
-                                                     *(argv if argv is not None else sys.argv[1:])]),
-        "date": dt.datetime.now().isoformat(timespec="minutes"), "corpus": corpus_origin,
+        "corpus": corpus_origin,
         "documents": ours1["candidates"], "text_mb": round(ours1["bytes_in"] / 1e6, 2), "tokens": tokens,
         "tokens_per_s_per_core": round(tokens / seconds1),
         "text_mb_per_s_per_core": round(ours1["bytes_in"] / 1e6 / seconds1, 3),
@@ -185,12 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         "peer_tokenizer_training_seconds": peer1["seconds"]["train_tokenizer"],
         "heldout": training[-1]["heldout"],
         "mixture": mixture_error(runs["sluice_w1"], extract),
-        "goals": GOALS, "bare_loop": bare, "runs": runs, "machine": machine_info(),
+        "goals": GOALS, "bare_loop": bare, "runs": runs,
     }
     result["mixture_max_abs_weight_error"] = result["mixture"]["max_abs_weight_error"]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    log(json.dumps({k: v for k, v in result.items() if k not in ("runs", "machine", "bare_loop", "heldout")},
+    write_result(args.out, result, "tokenization.py", argv)
+    log(json.dumps({k: v for k, v in result.items() if k not in ("runs", "bare_loop", "heldout")},
                    indent=2))
     return 0
 

@@ -24,10 +24,12 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WORK = ROOT / "benchmarks" / "_work" / "training-bench"
+from benchmarks.harness import RESULTS, ROOT, WORK as BENCH_WORK, machine_info  # noqa: E402
+from storage.locations import shared_data_dir  # noqa: E402
+
+WORK = BENCH_WORK / "training-bench"
 MODEL = {"preset": "tiny", "n_layers": 4, "d_model": 256, "n_heads": 4, "seq_len": 256, "vocab_size": 512}
 GLOBAL_BATCH, RANKS = 16, 2
 
@@ -109,18 +111,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data-dir", default=str(shared_data_dir()))
     args = parser.parse_args()
     shards = byte_shards(Path(args.data_dir))
     fsdp, fsdp_rates = fsdp_tokens_per_s(shards, args.steps, args.warmup)
     plain2, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=2)
     plain1, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=1)
-    import torch
-
     result = {
         "command": "OMP_NUM_THREADS unset; .venv/bin/python benchmarks/training.py "
                    f"--steps {args.steps} --warmup {args.warmup}",
-        "machine": f"{os.cpu_count()} CPU cores, torch {torch.__version__}",
+        "machine": machine_info(),
         "model": MODEL, "global_batch_sequences": GLOBAL_BATCH, "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"],
         "cpu_fsdp_tokens_per_s": round(fsdp, 1),
         "cpu_plain_tokens_per_s_2_threads": round(plain2, 1),
@@ -129,7 +129,7 @@ def main() -> int:
         "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3),
         "fsdp_per_step_tokens_per_s": fsdp_rates,
     }
-    out = ROOT / "benchmarks" / "results" / "training.json"
+    out = RESULTS / "training.json"
     previous = json.loads(out.read_text()) if out.exists() else {}
     previous.update(result)                     # keeps GPU figures measured separately on a GPU machine
     out.write_text(json.dumps(previous, indent=2) + "\n")

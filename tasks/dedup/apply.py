@@ -13,6 +13,7 @@ from storage.arrays import load_array
 from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import read_table, write_table
+from tasks.dedup.clusters import decisions_path
 from tasks.dedup.features import doc_numbers
 from tasks.dedup.normalize import key64, normalize_lines
 from tasks.dedup.paragraphs import repeated_path
@@ -35,7 +36,8 @@ class ApplyJob:
 def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     started = time.perf_counter()
     table = read_documents(job.input_url)
-    decisions = {row["doc"]: row for row in read_table(f"{work}/decisions/{job.part}.parquet").to_pylist()}
+    decisions = {row["doc"]: row for bucket in range(config.buckets)
+                 for row in read_table(decisions_path(work, job.part, bucket)).to_pylist()}
     repeated = _repeated_keys(work, config) if config.paragraphs.enabled else frozenset()
     stats = StageStats(candidates=table.num_rows)
 

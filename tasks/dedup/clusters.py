@@ -1,26 +1,26 @@
-"""Connected components of the duplicate graph (exact and verified near-duplicate edges) and, per document in
-a cluster or beaten by a newer capture of its URL, the decision: kept, or removed with a reason.
+"""Per duplicate cluster (a connected component of the exact and verified near-duplicate edges, see
+`components`) and per document beaten by a newer capture of its URL, the decision: kept, or removed with a reason.
 
-One task for the whole corpus, but it holds only documents that have an edge or a URL duplicate (a fraction of
-the corpus), never texts; see the README's scale-out notes for what replaces it at billions of documents.
+Decided per bucket of component labels (a component is whole in one bucket), so memory per call is one bucket of
+the documents that have an edge or a URL duplicate, never texts. Writes `decisions/<part>/l<bucket>.parquet` for
+the apply step and `removed/l<bucket>.npy` for the repeated-paragraph count.
 """
 from __future__ import annotations
 
+import functools
+from collections import Counter
+
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from configs.dedup import DedupConfig
 from storage.arrays import save_array
 from storage.document_shard import read_documents
-from storage.parquet import read_table, write_table
-from tasks.dedup.features import KEY_SCHEMA, part_of, row_of
-from tasks.dedup.groups import EDGE_SCHEMA
-from tasks.dedup.exact import URL_LOSER_SCHEMA
+from storage.parquet import write_table
+from tasks.dedup.components import component_members, read_members
+from tasks.dedup.features import part_of, row_of
 from tasks.dedup.ranking import rank_key
-from tasks.dedup.shuffle import read_bucket
+from tasks.fan_out import fan_out
 
 DECISION_SCHEMA = pa.schema([("doc", pa.int64()), ("kept", pa.bool_()), ("reason", pa.string()),
                              ("dup_cluster", pa.string()), ("dup_cluster_size", pa.int64())])
@@ -30,53 +30,66 @@ SHOWN_MEMBERS = 4          # members of an example cluster whose text is shown
 
 
 def cluster_decisions(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
-    edges = _concat([f"{work}/edges/{kind}/b{bucket:05d}.parquet" for kind in ("exact", "lsh")
-                     for bucket in range(config.buckets)], EDGE_SCHEMA)
-    losers = _concat([f"{work}/url_losers/b{bucket:05d}.parquet" for bucket in range(config.buckets)],
-                     URL_LOSER_SCHEMA)
-    left, right = edges.column("a").to_numpy(), edges.column("b").to_numpy()
-    loser_docs, winner_docs = losers.column("doc").to_numpy(), losers.column("winner").to_numpy()
-    involved = np.unique(np.concatenate([left, right, loser_docs, winner_docs]))
-    graph = coo_matrix((np.ones(left.size, dtype=np.int8),
-                        (np.searchsorted(involved, left), np.searchsorted(involved, right))),
-                       shape=(involved.size, involved.size))
-    _, labels = connected_components(graph, directed=False)
-    info = _document_keys(work, parts, config.buckets, involved)
-    winner_of = dict(zip(loser_docs.tolist(), winner_docs.tolist()))
+    """Components, then decisions per label bucket; returns the clusters' counts and a few examples to read."""
+    rounds = component_members(work, parts, config.buckets)
+    decided = fan_out(functools.partial(decide_bucket, work, parts, config), range(config.buckets))
+    removed, sizes = Counter(), Counter()
+    for result in decided:
+        removed.update(result["removed"])
+        sizes.update({int(size): count for size, count in result["cluster_sizes"].items()})
+    return {"clusters": sum(sizes.values()),
+            "documents_in_clusters": sum(size * count for size, count in sizes.items()),
+            "removed": dict(sorted(removed.items())),
+            "cluster_sizes": {str(size): count for size, count in sorted(sizes.items())},
+            "propagation_rounds": rounds,
+            "examples": _examples([cluster for result in decided for cluster in result["candidates"]], shard_urls)}
 
+
+def decide_bucket(work: str, parts: list[str], config: DedupConfig, bucket: int) -> dict:
+    """Decide every component whose label falls in `bucket`."""
+    members = read_members(work, config.buckets, bucket).sort_by([("label", "ascending"), ("doc", "ascending")])
+    info = {row["doc"]: row for row in members.to_pylist()}
+    labels = members.column("label").to_numpy()
+    docs = members.column("doc").to_numpy()
+    bounds = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1], True]) if labels.size else np.zeros(1, np.int64)
     rows: list[tuple] = []
-    sizes: dict[int, int] = {}
+    sizes: Counter = Counter()
     clusters: list[list[int]] = []
-    order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0, True])
     for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        members = involved[order[start:end]].tolist()
-        decided = _decide(members, info, winner_of, config.keep)
+        component = docs[start:end].tolist()
+        decided = _decide(component, info, config.keep)
         rows.extend(decided)
-        if len(members) > 1:
-            sizes[len(members)] = sizes.get(len(members), 0) + 1
+        if len(component) > 1:
+            sizes[len(component)] += 1
             clusters.append([row[0] for row in sorted(decided, key=lambda row: not row[1])])
     decisions = pa.Table.from_pylist([dict(zip(DECISION_SCHEMA.names, row)) for row in rows if not row[1]
                                       or row[4] > 1], schema=DECISION_SCHEMA)
-    _write_per_part(decisions, work, parts)
-    removed = decisions.filter(pc.invert(decisions.column("kept")))
-    save_array(np.sort(removed.column("doc").to_numpy()), f"{work}/removed.npy")
-    reasons = pc.value_counts(removed.column("reason")).to_pylist()
-    return {"clusters": len(clusters), "documents_in_clusters": int(sum(size * count for size, count in sizes.items())),
-            "removed": {entry["values"]: entry["counts"] for entry in reasons},
-            "cluster_sizes": {str(size): count for size, count in sorted(sizes.items())},
-            "examples": _examples(clusters, decisions, shard_urls)}
+    _write_per_part(decisions, work, parts, bucket)
+    removed = [row for row in rows if not row[1]]
+    save_array(np.sort(np.array([row[0] for row in removed], np.int64)), removed_path(work, bucket))
+    reason = {row[0]: row[2] for row in removed}
+    candidates = [[[doc, reason.get(doc, "")] for doc in members] for members in _candidates(clusters, reason)]
+    return {"removed": dict(Counter(row[2] for row in removed)), "cluster_sizes": dict(sizes),
+            "candidates": candidates}
 
 
-def _decide(members: list[int], info: dict, winner_of: dict[int, int], policy: str) -> list[tuple]:
+def removed_path(work: str, bucket: int) -> str:
+    return f"{work}/removed/l{bucket:05d}.npy"
+
+
+def decisions_path(work: str, part: str, bucket: int) -> str:
+    return f"{work}/decisions/{part}/l{bucket:05d}.parquet"
+
+
+def _decide(members: list[int], info: dict[int, dict], policy: str) -> list[tuple]:
     """(doc, kept, reason, dup_cluster, dup_cluster_size) for each member of one component.
 
     An older capture of a URL never stays; a component of only such captures is removed under
     `url_duplicate` (the newest capture of each URL stays in its own component)."""
-    eligible = [doc for doc in members if doc not in winner_of]
+    eligible = [doc for doc in members if info[doc]["winner"] is None]
     size = len(members)
     if not eligible:
-        return [(doc, False, "url_duplicate", info[winner_of[doc]]["id"], size) for doc in members]
+        return [(doc, False, "url_duplicate", info[doc]["winner_id"], size) for doc in members]
     keeper = min(eligible, key=lambda doc: rank_key(policy, info[doc]["id"], info[doc]["date"] or "",
                                                       info[doc]["length"]))
     keeper_id = info[keeper]["id"]
@@ -86,35 +99,36 @@ def _decide(members: list[int], info: dict, winner_of: dict[int, int], policy: s
             decided.append((doc, True, "", keeper_id, size))
         elif info[doc]["text_key"] == info[keeper]["text_key"]:
             decided.append((doc, False, "exact_duplicate", keeper_id, size))
-        elif doc in winner_of:
+        elif info[doc]["winner"] is not None:
             decided.append((doc, False, "url_duplicate", keeper_id, size))
         else:
             decided.append((doc, False, "near_duplicate", keeper_id, size))
     return decided
 
 
-def _document_keys(work: str, parts: list[str], buckets: int, docs: np.ndarray) -> dict[int, dict]:
-    """id, date, length and text key of the given documents, read from the key shuffle."""
-    wanted = pa.array(docs, pa.int64())
-    found = {}
-    for bucket in range(buckets):
-        keys = read_bucket(f"{work}/keys", bucket, parts, KEY_SCHEMA)
-        for row in keys.filter(pc.is_in(keys.column("doc"), value_set=wanted)).to_pylist():
-            found[row["doc"]] = row
-    return found
-
-
-def _write_per_part(decisions: pa.Table, work: str, parts: list[str]) -> None:
+def _write_per_part(decisions: pa.Table, work: str, parts: list[str], bucket: int) -> None:
     owner = part_of(decisions.column("doc").to_numpy())
     for part in parts:
-        write_table(decisions.filter(pa.array(owner == int(part))), f"{work}/decisions/{part}.parquet")
+        write_table(decisions.filter(pa.array(owner == int(part))), decisions_path(work, part, bucket))
 
 
-def _examples(clusters: list[list[int]], decisions: pa.Table, shard_urls: list[str]) -> list[list[dict]]:
-    """A few clusters to read: the largest ones and the largest with a near (not exact) duplicate, keeper first."""
-    reason = dict(zip(decisions.column("doc").to_pylist(), decisions.column("reason").to_pylist()))
+def _ranked(clusters: list[list[int]], reason: dict[int, str]) -> tuple[list[list[int]], list[list[int]]]:
+    """Clusters largest first (keeper first in each), and those of them with a near (not exact) duplicate."""
     by_size = sorted(clusters, key=lambda members: (-len(members), members[0]))
-    near = [members for members in by_size if any(reason.get(doc) == "near_duplicate" for doc in members)]
+    return by_size, [members for members in by_size if any(reason.get(doc) == "near_duplicate" for doc in members)]
+
+
+def _candidates(clusters: list[list[int]], reason: dict[int, str]) -> list[list[int]]:
+    """The clusters of one bucket that can be examples: the largest, and the largest with a near duplicate."""
+    by_size, near = _ranked(clusters, reason)
+    return by_size[:EXAMPLE_CLUSTERS] + [members for members in near[:EXAMPLE_CLUSTERS]
+                                         if members not in by_size[:EXAMPLE_CLUSTERS]]
+
+
+def _examples(candidates: list[list[list]], shard_urls: list[str]) -> list[list[dict]]:
+    """A few clusters to read: the largest ones and the largest with a near (not exact) duplicate, keeper first."""
+    reason = {doc: why for members in candidates for doc, why in members if why}
+    by_size, near = _ranked([[doc for doc, _ in members] for members in candidates], reason)
     chosen = []
     for members in by_size[:EXAMPLE_CLUSTERS // 2] + near:
         if members not in chosen and len(chosen) < EXAMPLE_CLUSTERS:
@@ -135,8 +149,3 @@ def _documents(docs: list[int], shard_urls: list[str]) -> dict[int, dict]:
         for doc, row in zip(rows.tolist(), table.to_pylist()):
             found[doc] = row | {"text": row["text"][:EXAMPLE_CHARS]}
     return found
-
-
-def _concat(urls: list[str], schema: pa.Schema) -> pa.Table:
-    tables = [read_table(url) for url in urls]
-    return pa.concat_tables(tables) if tables else schema.empty_table()

@@ -14,7 +14,7 @@ from tasks.dedup.groups import runs, star_edges
 from tasks.dedup.ranking import rank_key
 from tasks.dedup.shuffle import read_bucket
 
-URL_LOSER_SCHEMA = pa.schema([("doc", pa.int64()), ("winner", pa.int64())])
+URL_LOSER_SCHEMA = pa.schema([("doc", pa.int64()), ("winner", pa.int64()), ("winner_id", pa.string())])
 
 
 def exact_edges(work: str, bucket: int, parts: list[str], enabled: bool) -> dict:
@@ -30,7 +30,7 @@ def url_losers(work: str, bucket: int, parts: list[str], enabled: bool) -> dict:
     url_keys = keys.column("url_key").to_numpy()
     sorted_docs, starts, ends = runs(url_keys, docs)
     position = {doc: index for index, doc in enumerate(docs.tolist())}
-    losers, winners = [], []
+    losers, winners, winner_ids = [], [], []
     for start, end in zip(starts.tolist(), ends.tolist()):
         if end - start < 2:
             continue
@@ -40,8 +40,9 @@ def url_losers(work: str, bucket: int, parts: list[str], enabled: bool) -> dict:
             if row != winner:
                 losers.append(docs[row])
                 winners.append(docs[winner])
-    table = pa.table({"doc": pa.array(losers, pa.int64()), "winner": pa.array(winners, pa.int64())},
-                     schema=URL_LOSER_SCHEMA)
+                winner_ids.append(ids[winner])
+    table = pa.table({"doc": pa.array(losers, pa.int64()), "winner": pa.array(winners, pa.int64()),
+                      "winner_id": pa.array(winner_ids, pa.string())}, schema=URL_LOSER_SCHEMA)
     write_table(table, f"{work}/url_losers/b{bucket:05d}.parquet")
     return {"url_duplicates": table.num_rows}
 

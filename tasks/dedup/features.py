@@ -63,6 +63,7 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
                     schema=KEY_SCHEMA)
     write_buckets(keys, "text_key", config.buckets, f"{work}/keys", name)
     write_buckets(keys, "url_key", config.buckets, f"{work}/urls", name)
+    write_buckets(keys, "doc", config.buckets, f"{work}/docs", name)   # by document, for the clusters' decisions
 
     without_shingles = 0
     if config.minhash.enabled:

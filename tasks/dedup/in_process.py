@@ -28,7 +28,7 @@ def dedup_shards(shard_urls: list[str], out_dir: str, config: DedupConfig) -> di
     clusters = cluster_decisions(work, parts, shard_urls, config)
     if config.paragraphs.enabled:
         for bucket in range(config.buckets):
-            repeated_paragraphs(work, bucket, parts, config.paragraphs)
+            repeated_paragraphs(work, bucket, parts, config.buckets, config.paragraphs)
     shards = [apply_decisions(ApplyJob(url, part, f"{out_dir}/shards/{os.path.basename(url)}",
                                        f"{out_dir}/removed/{os.path.basename(url)}"), work, config)
               for url, part in zip(shard_urls, parts)]

@@ -11,13 +11,15 @@ import numpy as np
 
 from configs.dedup import ParagraphDedupConfig
 from storage.arrays import load_array, save_array
+from tasks.dedup.clusters import removed_path
 from tasks.dedup.features import PARAGRAPH_SCHEMA
 from tasks.dedup.shuffle import read_bucket
 
 
-def repeated_paragraphs(work: str, bucket: int, parts: list[str], config: ParagraphDedupConfig) -> dict:
+def repeated_paragraphs(work: str, bucket: int, parts: list[str], buckets: int, config: ParagraphDedupConfig) -> dict:
     rows = read_bucket(f"{work}/paragraphs", bucket, parts, PARAGRAPH_SCHEMA)
-    survivors = ~np.isin(rows.column("doc").to_numpy(), load_array(f"{work}/removed.npy"))
+    removed = np.concatenate([load_array(removed_path(work, label_bucket)) for label_bucket in range(buckets)])
+    survivors = ~np.isin(rows.column("doc").to_numpy(), removed)
     pairs = np.stack([rows.column("paragraph_key").to_numpy()[survivors],
                       rows.column("text_key").to_numpy()[survivors]], axis=1)
     distinct = np.unique(pairs, axis=0) if pairs.size else pairs

@@ -58,7 +58,7 @@ def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: De
 @task(name="dedup-paragraphs", retries=1, retry_delay_seconds=2, task_run_name="dedup paragraphs bucket {bucket}")
 def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
     return run_once(_record(work, "paragraphs", bucket),
-                    _measured(lambda: repeated_paragraphs(work, bucket, parts, config.paragraphs)))
+                    _measured(lambda: repeated_paragraphs(work, bucket, parts, config.buckets, config.paragraphs)))
 
 
 @task(name="dedup-apply", retries=1, retry_delay_seconds=2, task_run_name="dedup apply {job.part}")
