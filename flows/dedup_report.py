@@ -19,7 +19,8 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
                                 for size, count in clusters["cluster_sizes"].items()]}
     lines = ["## Deduplication",
              f"- scope: {config.scope}, keep: {config.keep}, buckets per shuffle: {config.buckets}",
-             f"- clusters: {clusters['clusters']} holding {clusters['documents_in_clusters']} documents; "
+             f"- clusters: {clusters['clusters']} holding {clusters['documents_in_clusters']} documents "
+             f"(components found in {clusters['propagation_rounds']} rounds of label propagation over the buckets); "
              f"removed: " + ", ".join(f"{reason} {count}" for reason, count in sorted(clusters["removed"].items()))]
     if config.minhash.enabled:
         bands, rows = config.minhash.lsh_shape()

@@ -68,6 +68,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
             "verified_pairs": sum(result["verified_pairs"] for result in edges),
             "clusters": clusters["clusters"],
             "documents_in_clusters": clusters["documents_in_clusters"],
+            "propagation_rounds": clusters["propagation_rounds"],
             "distinct_paragraphs": sum(result["paragraphs"] for result in paragraphs),
             "repeated_paragraphs": sum(result["repeated_paragraphs"] for result in paragraphs),
         })

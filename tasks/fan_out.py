@@ -7,6 +7,7 @@ lost meanwhile costs only the calls it held, which the scheduler runs again else
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -16,11 +17,13 @@ Result = TypeVar("Result")
 def fan_out(function: Callable[..., Result], items: Iterable) -> list[Result]:
     """`[function(item) for item in items]`, on the Dask cluster when called from one of its workers."""
     items = list(items)
-    try:
-        from distributed import get_worker, worker_client
+    if "distributed" not in sys.modules:    # not in a Dask worker (and importing it would cost ~1 s)
+        return [function(item) for item in items]
+    from distributed import get_worker, worker_client
 
+    try:
         get_worker()
-    except (ImportError, ValueError):
+    except ValueError:
         return [function(item) for item in items]
     with worker_client() as client:
         return client.gather(client.map(function, items, pure=False))
