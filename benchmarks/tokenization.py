@@ -77,12 +77,14 @@ def stage_child(args) -> int:
     from prefect import flow
     from prefect_dask import DaskTaskRunner
 
+    from configs.tokenizer import TokenizerConfig
     from flows.dask_cluster import dask_cluster
     from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 
     extract = json.loads(args.extract)
+    tokenizer = TokenizerConfig(vocab_size=VOCAB, sample_documents=SAMPLE_SIZES[-1])   # defaults, not the demo's
     shared = bench_recipe(WORK / "tokenizer-store", [args.corpus], args.workers, "tokenize",
-                          {"tokenizer": {"vocab_size": VOCAB, "sample_documents": SAMPLE_SIZES[-1]}})
+                          {"tokenizer": tokenizer.model_dump(mode="json")})
     fresh = shared.model_copy(update={"store": args.store})
 
     @flow(name="bench-tokenize")

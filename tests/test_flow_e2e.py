@@ -222,8 +222,9 @@ def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, reci
 
 
 def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
-    """SIGKILL a Dask worker while it runs an extraction shard, and another in the middle of the dedup stage:
-    Dask reschedules their tasks and the run completes with the same documents as the undisturbed run."""
+    """SIGKILL a Dask worker while it runs an extraction shard, and another once dedup's label propagation has
+    begun (its calls run as plain Dask tasks under the clusters task): Dask reschedules what they held and the
+    run completes with the same documents as the undisturbed run."""
     import signal
     import threading
     import time
@@ -248,12 +249,12 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
                 return
             time.sleep(0.02)
 
-    def dedup_started() -> bool:  # a dedup step has finished a task: the stage is under way
-        return any(store.glob("dedup/*/work/records/features/*.json"))
+    def clustering_started() -> bool:  # the first round of label propagation is written
+        return any(store.glob("dedup/*/work/components/labels/r00000/*.parquet"))
 
     def kill_twice(client: Client) -> None:
         kill_a_busy_worker(client)
-        kill_a_busy_worker(client, dedup_started)
+        kill_a_busy_worker(client, clustering_started)
 
     with dask_cluster(DaskConfig(n_workers=2)) as address, Client(address) as client:
         threading.Thread(target=kill_twice, args=(client,), daemon=True).start()
