@@ -138,7 +138,8 @@ def _run(recipe) -> int:
     print(f"recipe {result['recipe']}:")
     for name, stage in result["stages"].items():
         stats = stage["stats"]
-        done = "cached" if stage["cached"] else f"computed in {stats.get('wall_seconds', 0):.1f} s"
+        done = "cached" if stage["cached"] else f"computed in {stats.get('wall_seconds', 0):.1f} s" + (
+            f", {stats['orchestration_share']:.0%} of it orchestration" if "orchestration_share" in stats else "")
         print(f"  {name}: {_stage_outcome(name, stats)} ({done})")
         print(f"    output:          {stage_folder(stage)}/")
         if stats["drops"]:

@@ -61,6 +61,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         fs, path = fsspec.core.url_to_fs(work)
         fs.rm(path, recursive=True)
         stats = summed_stats(applied)
+        stats.seconds = sum(step["task_seconds"] for step in steps)   # every step's tasks, not only apply's
         stats.notes.update({
             "documents_without_shingles": sum(result["without_shingles"] for result in features),
             "exact_edges": sum(result["exact_edges"] for result in edges),

@@ -120,6 +120,8 @@ def _summary_markdown(stage: str, manifest: Manifest, manifest_url: str, cached:
         f"- bytes in: {stats['bytes_in']:,}, text bytes out: {stats['bytes_out']:,}, "
         f"wall: {stats.get('wall_seconds', 0)} s",
         f"- worker seconds: {stats['seconds']}, throughput: {stats['docs_per_second']} docs/s per worker",
+        *([f"- orchestration: {stats['orchestration_share']:.0%} of the wall time (wall - worker seconds / "
+            f"{stats['task_slots']} Dask worker threads, over wall)"] if "orchestration_share" in stats else []),
         "",
         "| drop reason | documents |",
         "|---|---|",

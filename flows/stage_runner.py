@@ -24,7 +24,7 @@ from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
 from tasks.shard_result import ShardResult
-from tasks.stats import StageStats
+from tasks.stats import StageStats, orchestration_share
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,9 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     started = time.perf_counter()
     output = produce(context)
     wall = time.perf_counter() - started
-    stats = output.stats.to_dict()
+    slots = _task_slots()
+    stats = output.stats.to_dict() | ({"task_slots": slots, "orchestration_share": orchestration_share(
+        wall, output.stats.seconds, slots)} if slots else {})
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,
@@ -105,6 +107,17 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     manifest_url = store.publish(manifest)
     return publish_stage_report(recipe, manifest, manifest_url, output.task_results, cached=False,
                                 report=output.report)
+
+
+def _task_slots() -> int | None:
+    """Threads of the Dask cluster the stage's tasks ran on (None when its task runner is not Dask's)."""
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    runner = FlowRunContext.get().task_runner
+    if not isinstance(runner, DaskTaskRunner):
+        return None
+    return sum(runner.client.nthreads().values()) or None
 
 
 def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[dict]:

@@ -55,3 +55,11 @@ class StageStats:
                    seconds=raw["seconds"], drops=Counter(raw["drops"]),
                    dropped_bytes=Counter(raw.get("dropped_bytes", {})), problems=Counter(raw["problems"]),
                    notes=Counter(raw["notes"]))
+
+
+def orchestration_share(wall_seconds: float, task_seconds: float, task_slots: int) -> float:
+    """The share of a stage's wall time not spent in its tasks' own work, had the work been spread evenly over
+    `task_slots` (Dask worker threads): (wall - task seconds / slots) / wall, at least 0."""
+    if wall_seconds <= 0 or task_slots <= 0:
+        return 0.0
+    return round(max(0.0, (wall_seconds - task_seconds / task_slots) / wall_seconds), 4)

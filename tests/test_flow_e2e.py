@@ -79,6 +79,20 @@ def test_mlflow_run_has_the_stage_stats(first_run):
     assert {"stages/extract/stats.json", "stages/extract/manifest.json", "stages/extract/shards.json"} <= artifacts
 
 
+def test_each_computed_stage_reports_its_orchestration_share(first_run):
+    """(wall - task seconds / worker threads) / wall, in the stats, the MLflow metrics and the stage report."""
+    mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
+    run = mlflow.get_run(first_run["mlflow_run_id"])
+    for name, stage in first_run["stages"].items():
+        stats = stage["stats"]
+        assert stats["task_slots"] == 2, name                      # the recipe's 2 single-thread workers
+        expected = max(0.0, (stats["wall_seconds"] - stats["seconds"] / 2) / stats["wall_seconds"])
+        assert stats["orchestration_share"] == pytest.approx(expected, abs=1e-3), name
+        assert run.data.metrics[f"{name}.orchestration_share"] == stats["orchestration_share"]
+    report = mlflow.MlflowClient().download_artifacts(run.info.run_id, "stages/dedup/report.md")
+    assert "label propagation" in Path(report).read_text()
+
+
 def test_dedup_removes_the_labelled_duplicates(first_run, small_corpus):
     from benchmarks.dedup_quality import score
 
