@@ -102,6 +102,8 @@ class ProcessTreeSampler:
         self._psutil, self._root, self._interval = psutil, psutil.Process(pid), interval
         self._cpu: dict[tuple[int, float], float] = {}
         self.peak_process_rss = 0
+        self.peak_root_rss = 0          # the child itself (a flow process)
+        self.peak_descendant_rss = 0    # the largest process it started (a Dask worker, a trainer rank)
         self.peak_tree_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -121,6 +123,10 @@ class ProcessTreeSampler:
                 rss = proc.memory_info().rss
                 tree_rss += rss
                 self.peak_process_rss = max(self.peak_process_rss, rss)
+                if proc.pid == self._root.pid:
+                    self.peak_root_rss = max(self.peak_root_rss, rss)
+                else:
+                    self.peak_descendant_rss = max(self.peak_descendant_rss, rss)
         self.peak_tree_rss = max(self.peak_tree_rss, tree_rss)
 
     def _run(self) -> None:
@@ -133,6 +139,8 @@ class ProcessTreeSampler:
         self._thread.join()
         return {"process_tree_cpu_seconds": round(sum(self._cpu.values()), 2), "processes_seen": len(self._cpu),
                 "peak_process_rss_mb": round(self.peak_process_rss / 2**20, 1),
+                "peak_root_rss_mb": round(self.peak_root_rss / 2**20, 1),
+                "peak_descendant_rss_mb": round(self.peak_descendant_rss / 2**20, 1),
                 "peak_tree_rss_mb": round(self.peak_tree_rss / 2**20, 1)}
 
 

@@ -1,0 +1,142 @@
+"""Does each data stage's cost grow linearly with the corpus, and its memory stay flat?
+
+    .venv/bin/python benchmarks/scale.py [--sizes 1,4,16] [--workers 2]
+
+Size n is n bench corpora with distinct seeds (`sluice corpus --size bench --seed 0..n-1`, each built once
+under benchmarks/_work/). Each copy has the generator's own exact and near duplicates (about 12% of its pages),
+and copies of different seeds share the real Common Crawl pages and draw their articles from the same source
+texts, so dedup has more work across copies too (at 2x it removed 29% of the documents, at 1x 12%). Each size runs the data stages of configs/demo.yaml (extract, dedup,
+quality, tokenizer, tokenize, mixture; no training) in a fresh process with a fresh store, on `--workers`
+Dask workers, and once more at the smallest size on 1 worker for the scaling figure.
+
+Per stage: wall and task seconds, documents per second per worker thread, and the orchestration share the
+stage recorded ((wall - task seconds / threads) / wall). Per run: the peak RSS of the largest process that is
+not the flow process (a Dask worker) and of the flow process. Writes results/scale.json and results/scale.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import (BENCH_CORPUS, PYTHON, RESULTS, ROOT, WORK, bench_env, bench_recipe,  # noqa: E402
+                                ratio, run_child, write_result)
+
+STAGES = ("extract", "dedup", "quality_scores", "quality_filter", "tokenize", "mixture")
+
+
+def corpus(seed: int) -> Path:
+    """The bench corpus of one seed, built once (seed 0 is the bench corpus the other benchmarks use)."""
+    folder = BENCH_CORPUS if seed == 0 else WORK / f"corpus-bench-s{seed}"
+    if not (folder / "corpus.json").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([str(ROOT / ".venv" / "bin" / "sluice"), "corpus", "--size", "bench", "--seed", str(seed),
+                        "--out", str(folder)], cwd=ROOT, env=bench_env(), check=True)
+    return folder
+
+
+def run_child_flow(args) -> int:
+    """(In a child.) The data stages over the given corpora; prints each stage's figures."""
+    from flows.curation import curation_flow
+
+    recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", {"train": {"enabled": False}})
+    stages = curation_flow(recipe)["stages"]
+    print(json.dumps({name: {key: stage["stats"].get(key) for key in (
+        "candidates", "documents_out", "wall_seconds", "seconds", "task_slots", "orchestration_share")}
+        for name, stage in stages.items()}))
+    return 0
+
+
+def measure(size: int, workers: int) -> dict:
+    store = WORK / "scale-store"
+    shutil.rmtree(store, ignore_errors=True)
+    inputs = [str(corpus(seed) / "warc") for seed in range(size)]
+    lines, cost = run_child([PYTHON, __file__, "_run", "--workers", str(workers), "--store", str(store), *inputs],
+                            f"scale {size}x, {workers} worker(s)", timeout=6 * 3600)
+    shutil.rmtree(store, ignore_errors=True)
+    stages = lines[-1]
+    for stage in stages.values():
+        wall, slots = stage["wall_seconds"], stage["task_slots"] or workers
+        stage["docs_per_s_per_thread"] = round(stage["candidates"] / wall / slots, 2) if wall else None
+    return {"size": size, "workers": workers, "stages": stages, "cost": cost}
+
+
+def summary(runs: list[dict], workers: int) -> dict:
+    sized = sorted((run for run in runs if run["workers"] == workers), key=lambda run: run["size"])
+    small, large = sized[0], sized[-1]
+    single = next((run for run in runs if run["workers"] == 1), None)
+    out = {
+        "sizes": [run["size"] for run in sized],
+        f"min_docs_per_s_ratio_{large['size']}x_over_{small['size']}x": min(
+            (value for value in (ratio(large["stages"][name]["docs_per_s_per_thread"],
+                                       small["stages"][name]["docs_per_s_per_thread"]) for name in STAGES)
+             if value is not None), default=None),
+        f"max_worker_rss_ratio_{large['size']}x_over_{small['size']}x": ratio(
+            large["cost"]["peak_descendant_rss_mb"], small["cost"]["peak_descendant_rss_mb"]),
+        f"flow_process_rss_ratio_{large['size']}x_over_{small['size']}x": ratio(
+            large["cost"]["peak_root_rss_mb"], small["cost"]["peak_root_rss_mb"]),
+        "max_orchestration_share": max(stage["orchestration_share"] for run in sized
+                                       for stage in run["stages"].values()
+                                       if stage.get("orchestration_share") is not None),
+    }
+    if single:
+        same = next(run for run in sized if run["size"] == single["size"])
+        out["min_scaling_2w_over_1w"] = min(ratio(single["stages"][name]["wall_seconds"],
+                                                  same["stages"][name]["wall_seconds"])
+                                            for name in ("extract", "dedup", "quality_scores", "tokenize"))
+    return out
+
+
+def plot(runs: list[dict], workers: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sized = sorted((run for run in runs if run["workers"] == workers), key=lambda run: run["size"])
+    sizes = [run["size"] for run in sized]
+    figure, (rate, memory) = plt.subplots(1, 2, figsize=(11, 4))
+    for name in STAGES:
+        rate.plot(sizes, [run["stages"][name]["docs_per_s_per_thread"] for run in sized], marker="o", label=name)
+    rate.set(xlabel="corpus size (x bench)", ylabel="documents / s per worker thread", xscale="log", yscale="log")
+    rate.legend(fontsize=8)
+    memory.plot(sizes, [run["cost"]["peak_descendant_rss_mb"] for run in sized], marker="o", label="largest worker")
+    memory.plot(sizes, [run["cost"]["peak_root_rss_mb"] for run in sized], marker="o", label="flow process")
+    memory.set(xlabel="corpus size (x bench)", ylabel="peak RSS, MB", xscale="log")
+    memory.legend(fontsize=8)
+    figure.suptitle(f"sluice data stages on {workers} Dask workers")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="child")
+    child = sub.add_parser("_run")
+    child.add_argument("inputs", nargs="+")
+    child.add_argument("--workers", type=int, required=True)
+    child.add_argument("--store", required=True)
+    parser.add_argument("--sizes", default="1,4,16", help="corpus sizes in bench corpora (default 1,4,16)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS / "scale.json")
+    args = parser.parse_args(argv)
+    if args.child == "_run":
+        return run_child_flow(args)
+
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    runs = [measure(size, args.workers) for size in sizes] + [measure(sizes[0], 1)]
+    plot(runs, args.workers, args.out.with_suffix(".png"))
+    write_result(args.out, summary(runs, args.workers) | {"workers": args.workers, "runs": runs,
+                                                          "plot": str(args.out.with_suffix(".png").name)},
+                 "scale.py", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
