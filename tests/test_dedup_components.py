@@ -83,7 +83,7 @@ GRAPHS = {
 }
 
 
-CASES = [(name, buckets) for name in GRAPHS for buckets in (1, 3)] + [("many components", 16)]
+CASES = [(name, buckets) for name in GRAPHS for buckets in (1, 3)] + [("many components", 8)]
 
 
 @pytest.mark.parametrize(("name", "buckets"), CASES)

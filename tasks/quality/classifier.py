@@ -11,7 +11,6 @@ import re
 import tempfile
 
 import numpy as np
-from scipy.stats import rankdata
 
 from configs.quality import ClassifierConfig
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
@@ -96,6 +95,8 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     positives, negatives = int(labels.sum()), int(len(labels) - labels.sum())
     if not positives or not negatives:
         return None
+    from scipy.stats import rankdata   # here, not at the top: scipy.stats costs every Dask worker ~0.5 s to import
+
     ranks = rankdata(scores)
     return round(float((ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives)), 4)
 
