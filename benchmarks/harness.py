@@ -101,7 +101,6 @@ class ProcessTreeSampler:
 
         self._psutil, self._root, self._interval = psutil, psutil.Process(pid), interval
         self._cpu: dict[tuple[int, float], float] = {}
-        self.peak_process_rss = 0
         self.peak_root_rss = 0          # the child itself (a flow process)
         self.peak_descendant_rss = 0    # the largest process it started (a Dask worker, a trainer rank)
         self.peak_tree_rss = 0
@@ -122,7 +121,6 @@ class ProcessTreeSampler:
                 self._cpu[key] = max(self._cpu.get(key, 0.0), times.user + times.system)
                 rss = proc.memory_info().rss
                 tree_rss += rss
-                self.peak_process_rss = max(self.peak_process_rss, rss)
                 if proc.pid == self._root.pid:
                     self.peak_root_rss = max(self.peak_root_rss, rss)
                 else:
@@ -138,7 +136,7 @@ class ProcessTreeSampler:
         self._stop.set()
         self._thread.join()
         return {"process_tree_cpu_seconds": round(sum(self._cpu.values()), 2), "processes_seen": len(self._cpu),
-                "peak_process_rss_mb": round(self.peak_process_rss / 2**20, 1),
+                "peak_process_rss_mb": round(max(self.peak_root_rss, self.peak_descendant_rss) / 2**20, 1),
                 "peak_root_rss_mb": round(self.peak_root_rss / 2**20, 1),
                 "peak_descendant_rss_mb": round(self.peak_descendant_rss / 2**20, 1),
                 "peak_tree_rss_mb": round(self.peak_tree_rss / 2**20, 1)}

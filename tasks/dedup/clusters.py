@@ -19,6 +19,7 @@ from storage.document_shard import read_documents
 from storage.parquet import write_table
 from tasks.dedup.components import component_members, read_members
 from tasks.dedup.features import part_of, row_of
+from tasks.dedup.groups import runs
 from tasks.dedup.ranking import rank_key
 from tasks.fan_out import fan_out
 
@@ -47,15 +48,13 @@ def cluster_decisions(work: str, parts: list[str], shard_urls: list[str], config
 
 def decide_bucket(work: str, parts: list[str], config: DedupConfig, bucket: int) -> dict:
     """Decide every component whose label falls in `bucket`."""
-    members = read_members(work, config.buckets, bucket).sort_by([("label", "ascending"), ("doc", "ascending")])
+    members = read_members(work, config.buckets, bucket)
     info = {row["doc"]: row for row in members.to_pylist()}
-    labels = members.column("label").to_numpy()
-    docs = members.column("doc").to_numpy()
-    bounds = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1], True]) if labels.size else np.zeros(1, np.int64)
+    docs, starts, ends = runs(members.column("label").to_numpy(), members.column("doc").to_numpy())
     rows: list[tuple] = []
     sizes: Counter = Counter()
     clusters: list[list[int]] = []
-    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+    for start, end in zip(starts.tolist(), ends.tolist()):
         component = docs[start:end].tolist()
         decided = _decide(component, info, config.keep)
         rows.extend(decided)
@@ -107,9 +106,12 @@ def _decide(members: list[int], info: dict[int, dict], policy: str) -> list[tupl
 
 
 def _write_per_part(decisions: pa.Table, work: str, parts: list[str], bucket: int) -> None:
-    owner = part_of(decisions.column("doc").to_numpy())
-    for part in parts:
-        write_table(decisions.filter(pa.array(owner == int(part))), decisions_path(work, part, bucket))
+    """Every part gets a file (empty ones too, so the apply step knows what to read); one sort, then slices."""
+    decisions = decisions.sort_by("doc")
+    bounds = np.searchsorted(part_of(decisions.column("doc").to_numpy()), [int(part) for part in parts] + [len(parts)])
+    for index, part in enumerate(parts):
+        write_table(decisions.slice(bounds[index], bounds[index + 1] - bounds[index]),
+                    decisions_path(work, part, bucket))
 
 
 def _ranked(clusters: list[list[int]], reason: dict[int, str]) -> tuple[list[list[int]], list[list[int]]]:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from storage.parquet import read_table, write_table
 from tasks.dedup.exact import URL_LOSER_SCHEMA
 from tasks.dedup.features import KEY_SCHEMA
+from tasks.dedup.groups import runs
 from tasks.dedup.shuffle import read_bucket, write_buckets
 from tasks.fan_out import fan_out
 
@@ -78,13 +79,11 @@ def propagate(work: str, buckets: int, round_: int, bucket: int) -> int:
 
 def _smallest_offers(docs: np.ndarray, labels: np.ndarray) -> pa.Table:
     """One row per document: the smallest label offered to it."""
-    order = np.lexsort((labels, docs))
-    docs, labels = docs[order], labels[order]
-    first = np.r_[True, docs[1:] != docs[:-1]] if docs.size else np.empty(0, dtype=bool)
-    return pa.table({"doc": docs[first], "label": labels[first]}, schema=LABEL_SCHEMA)
+    sorted_labels, starts, _ = runs(docs, labels)
+    return pa.table({"doc": np.unique(docs), "label": sorted_labels[starts]}, schema=LABEL_SCHEMA)
 
 
-def gather_members(work: str, parts: list[str], buckets: int, last_round: int, bucket: int) -> int:
+def gather_members(work: str, parts: list[str], buckets: int, last_round: int, bucket: int) -> None:
     """The documents of `bucket` with their final label, their keys and, for a URL loser, its winner -> the
     members shuffle, split by the bucket of the label (so a component is whole in one bucket)."""
     root = f"{work}/components"
@@ -95,7 +94,6 @@ def gather_members(work: str, parts: list[str], buckets: int, last_round: int, b
     members = labels.join(keys, "doc").join(losers, "doc", join_type="left outer")
     write_buckets(members.select(MEMBER_SCHEMA.names).cast(MEMBER_SCHEMA), "label", buckets,
                   f"{root}/members", f"b{bucket:05d}")
-    return members.num_rows
 
 
 def label_components(work: str, buckets: int) -> int:
