@@ -72,6 +72,8 @@ def summary(runs: list[dict], workers: int) -> dict:
     single = next((run for run in runs if run["workers"] == 1), None)
     out = {
         "sizes": [run["size"] for run in sized],
+        # the keys compare 16x with 1x; null until a 16x run is recorded (the measured pair is below)
+        "min_docs_per_s_ratio_16x_over_1x": None, "max_worker_rss_ratio_16x_over_1x": None,
         f"min_docs_per_s_ratio_{large['size']}x_over_{small['size']}x": min(
             (value for value in (ratio(large["stages"][name]["docs_per_s_per_thread"],
                                        small["stages"][name]["docs_per_s_per_thread"]) for name in STAGES)
