@@ -222,7 +222,7 @@ def test_a_run_triggered_with_changed_parameters_logs_to_the_mlflow_server(serve
     recipe = server.deployments()["tick"]["parameters"]["recipe"]
     recipe["name"], recipe["mlflow"]["experiment"] = "triggered", "server-triggered"
     recipe["input"]["listing"]["limit"] = 2
-    run = _completed(server, server.run("tick", {"recipe": recipe}), 300)
+    run = _completed(server, server.run("tick", {"recipe": recipe}), 480)
     client = MlflowClient(server.mlflow_url)
     experiment = client.get_experiment_by_name("server-triggered")
     (logged,) = client.search_runs([experiment.experiment_id])
