@@ -61,7 +61,7 @@ def training_config(shards: list[str], steps: int) -> dict:
 
 
 def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int) -> tuple[float, list[float]]:
-    from flows.training_flow import torchrun_command
+    from flows.torchrun import torchrun_command
 
     subprocess.run(["rm", "-rf", str(WORK / "checkpoints")], check=True)
     config_path = WORK / "fsdp.yaml"

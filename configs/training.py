@@ -27,7 +27,13 @@ class ModelSpec(StrictModel):
 class HardwareSpec(StrictModel):
     device: Literal["cpu", "h100", "h200", "a100-40gb", "a100-80gb"] = "cpu"
     dtype: Literal["bf16", "fp32"] = Field("fp32", description="bf16 = mixed precision with fp32 master weights")
-    data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over")
+    data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over, on all nodes")
+    nodes: int = Field(1, ge=1, description=(
+        "machines the ranks are spread over, data_parallel / nodes each: one torchrun per node, launched by a Dask "
+        "task on a worker offering the `trainer` resource (`dask worker --resources trainer=1`)"))
+    dask_address: str | None = Field(None, description=(
+        "the Dask scheduler whose workers are the nodes when nodes > 1 (default: $SLUICE_DASK_ADDRESS, which "
+        "`sluice server` sets for its deployments)"))
     sharding: Sharding = Field("zero3", description="FSDP fully_shard = zero3")
     activation_checkpointing: bool = Field(False, description="recompute each block's activations in backward")
     compile: bool = Field(False, description="torch.compile each transformer block (first steps are slower)")
@@ -36,6 +42,13 @@ class HardwareSpec(StrictModel):
     interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
     checkpoint_write_gb_per_s: float = Field(2.0, gt=0)
     assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
+
+    @model_validator(mode="after")
+    def _ranks_split_evenly(self) -> "HardwareSpec":
+        if self.data_parallel % self.nodes:
+            raise ValueError(f"hardware.data_parallel ({self.data_parallel}) must be a multiple of hardware.nodes "
+                             f"({self.nodes}): every node runs the same number of ranks")
+        return self
 
 
 class OptimizerSpec(StrictModel):

@@ -94,10 +94,13 @@ def services(options: ServerOptions) -> list[Service]:
                                                 f"{options.host}:{options.dask_dashboard_port}"],
                              f"http://{options.host}:{options.dask_dashboard_port}/health", clients))
         from flows.dask_cluster import WORKER_CONFIG_ENV, WORKER_PRELOAD
+        from flows.training_nodes import TRAINER_RESOURCE
 
         preload = [arg for module in WORKER_PRELOAD for arg in ("--preload", module)]
+        # every worker can be a training node (hardware.nodes > 1): one torchrun per worker at most
         found += [Service(f"dask-worker-{index}", [str(bin_dir / "dask"), "worker", options.dask_address,
                                                   "--nthreads", "1", "--host", options.host,
+                                                  "--resources", f"{TRAINER_RESOURCE}=1",
                                                   "--name", f"sluice-{index}", *preload], None,
                           clients | WORKER_CONFIG_ENV)
                   for index in range(options.dask_workers)]

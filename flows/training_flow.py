@@ -1,15 +1,14 @@
-"""The training flow: torchrun as a subprocess in its own process group, rank 0's output streamed to the
-Prefect logger, every rank killed on cancel, crash or timeout (no orphaned trainer), and a retry that resumes
-from the latest checkpoint (the trainer always does)."""
+"""The training flow: torchrun as a subprocess in its own process group (or one per node, through the Dask
+cluster: `flows.training_nodes`), rank 0's output streamed to the Prefect logger, every rank killed on cancel,
+crash or timeout (no orphaned trainer), and a retry that resumes from the latest checkpoint (the trainer always
+does)."""
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import threading
-from pathlib import Path
+from collections.abc import Callable
 
 import psutil
 import yaml
@@ -18,46 +17,34 @@ from prefect.runtime import flow_run
 
 from configs.training import TrainingConfig
 from flows.processes import kill_process_group
+from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
+from flows.training_nodes import dask_address, set_stop, stop_event_name, train_on_nodes
 from tracking.run_logger import RUN_RECORD
 from tracking.store import tracking_uri
 
-ROOT = Path(__file__).resolve().parents[1]
-LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: which process group runs the trainer
-_RUNNING: dict[str, subprocess.Popen] = {}     # flow run id -> its torchrun, for the cancel / crash hooks
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def torchrun_command(config_path: str, processes: int) -> list[str]:
-    """torchrun on this machine with `processes` ranks on a free loopback port, running training.train."""
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(processes),
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "-m", "training.train", config_path]
-
-
-def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
-    """SIGTERM the whole process group (torchrun and its ranks), SIGKILL what is left after `grace_s`."""
-    if process.poll() is None:
-        kill_process_group(process.pid, grace_s, reap=process.poll)
+LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: what runs the trainer, for the hooks
+_RUNNING: dict[str, Callable[[], None]] = {}   # flow run id -> how to stop its trainer, for the cancel / crash hooks
 
 
 def _kill_on_hook(flow, flow_run, state) -> None:
-    """On cancel or crash. In the flow-run process the trainer is in `_RUNNING`; when the hook runs in another
-    process (a deployment's runner runs it after killing the flow-run process), the launcher record beside the
-    checkpoints names the process group, and it is killed if it is still that run's torchrun."""
-    process = _RUNNING.pop(str(flow_run.id), None)
-    if process is not None:
-        kill_group(process)
+    """On cancel or crash. In the flow-run process the trainer's stop is in `_RUNNING`; when the hook runs in
+    another process (a deployment's runner runs it after killing the flow-run process), the launcher record
+    beside the checkpoints says what to stop: the process group, if it is still that run's torchrun, or the
+    nodes' stop event on the Dask cluster."""
+    stop = _RUNNING.pop(str(flow_run.id), None)
+    if stop is not None:
+        stop()
         return
     checkpoint_dir = ((flow_run.parameters or {}).get("config") or {}).get("checkpoint", {}).get("dir")
     record = os.path.join(checkpoint_dir, LAUNCHER_RECORD) if checkpoint_dir else None
     if record and os.path.exists(record):
         with open(record) as handle:
             launched = json.load(handle)
-        if launched["flow_run_id"] == str(flow_run.id) and _is_torchrun(launched["pgid"]):
+        if launched["flow_run_id"] != str(flow_run.id):
+            return
+        if "stop_event" in launched:
+            set_stop(launched["dask_address"], launched["stop_event"])
+        elif _is_torchrun(launched["pgid"]):
             kill_process_group(launched["pgid"])
 
 
@@ -71,39 +58,23 @@ def _is_torchrun(pid: int) -> bool:
 @flow(name="sluice-train", log_prints=True, retries=1, retry_delay_seconds=2,
       on_cancellation=[_kill_on_hook], on_crashed=[_kill_on_hook])
 def training_flow(config: TrainingConfig) -> dict:
-    """Train with `config.hardware.data_parallel` ranks on this machine; returns the last step's figures."""
+    """Train with `config.hardware.data_parallel` ranks on this machine, or spread over `hardware.nodes` Dask
+    workers (`flows.training_nodes`); returns the last step's figures."""
     logger = get_run_logger()
     os.makedirs(config.checkpoint.dir, exist_ok=True)
     config_path = os.path.join(config.checkpoint.dir, "train.yaml")
     with open(config_path, "w") as handle:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
-    command = torchrun_command(config_path, config.hardware.data_parallel)
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-                        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
-    _RUNNING[str(flow_run.id)] = process
-    with open(os.path.join(config.checkpoint.dir, LAUNCHER_RECORD), "w") as handle:
-        json.dump({"flow_run_id": str(flow_run.id), "pgid": process.pid}, handle)
-    timer = threading.Timer(config.timeout_s, kill_group, args=(process,)) if config.timeout_s else None
-    last: dict = {}
+    this_run = str(flow_run.id)
     try:
-        if timer:
-            timer.start()
-        for line in process.stdout:
-            logger.info(line.rstrip())
-            if line.startswith("{"):
-                record = json.loads(line)
-                last.update({key: value for key, value in record.items() if key != "event"})
-        process.wait()
+        if config.hardware.nodes > 1:
+            address, event = dask_address(config), stop_event_name(this_run)
+            _launched(config, {"dask_address": address, "stop_event": event}, lambda: set_stop(address, event))
+            last = train_on_nodes(config, config_path, this_run, logger.info)
+        else:
+            last = _train_here(config, config_path, logger.info)
     finally:
-        if timer:
-            timer.cancel()
-        kill_group(process)
-        _RUNNING.pop(str(flow_run.id), None)
-    if process.returncode != 0:
-        raise RuntimeError(f"torchrun exited with {process.returncode} (see the log above); a retry resumes from "
-                           f"the latest checkpoint in {config.checkpoint.dir}")
+        _RUNNING.pop(this_run, None)
     with open(os.path.join(config.checkpoint.dir, RUN_RECORD)) as handle:
         run_id = json.load(handle)["run_id"]
     if "loss" not in last:      # nothing left to train: the run's final figures are in MLflow
@@ -111,6 +82,33 @@ def training_flow(config: TrainingConfig) -> dict:
     model_uri = _logged_model(config, run_id)
     logger.info("trained model: %s", model_uri or "not logged (no tokenizer)")
     return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri, **last}
+
+
+def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) -> None:
+    """Registers how to stop this run's trainer, here and in the launcher record for a hook in another process."""
+    _RUNNING[str(flow_run.id)] = stop
+    with open(os.path.join(config.checkpoint.dir, LAUNCHER_RECORD), "w") as handle:
+        json.dump({"flow_run_id": str(flow_run.id)} | record, handle)
+
+
+def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], None]) -> dict:
+    """torchrun with every rank on this machine; its output streamed to `log`."""
+    process = start_trainer(torchrun_command(config_path, config.hardware.data_parallel), subprocess.PIPE)
+    _launched(config, {"pgid": process.pid}, lambda: kill_group(process))
+    timer = threading.Timer(config.timeout_s, kill_group, args=(process,)) if config.timeout_s else None
+    try:
+        if timer:
+            timer.start()
+        last = follow_records(process.stdout, log)
+        process.wait()
+    finally:
+        if timer:
+            timer.cancel()
+        kill_group(process)
+    if process.returncode != 0:
+        raise RuntimeError(f"torchrun exited with {process.returncode} (see the log above); a retry resumes from "
+                           f"the latest checkpoint in {config.checkpoint.dir}")
+    return last
 
 
 def _final_metrics(config: TrainingConfig, run_id: str) -> dict:

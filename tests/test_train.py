@@ -29,7 +29,7 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
 
 
 def _run_torchrun(config: str, *extra: str) -> subprocess.CompletedProcess:
-    from flows.training_flow import torchrun_command
+    from flows.torchrun import torchrun_command
 
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -94,7 +94,7 @@ def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
     whole group goes, ranks included."""
     import threading
 
-    from flows.training_flow import kill_group, torchrun_command
+    from flows.torchrun import kill_group, torchrun_command
 
     config = _config(tmp_path, byte_shards, "long")
     raw = yaml.safe_load(Path(config).read_text())

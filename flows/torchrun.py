@@ -1,0 +1,60 @@
+"""Starting and stopping the trainer's torchrun: its command line, its environment, its process group.
+
+Used by the training flow on one machine and by each node's Dask task when a run spans nodes."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from flows.processes import kill_process_group
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def torchrun_command(config_path: str, processes: int, nodes: int = 1, node_rank: int = 0,
+                     master: tuple[str, int] | None = None) -> list[str]:
+    """torchrun running training.train with `processes` ranks on this machine: alone, meeting on a free loopback
+    port, or as node `node_rank` of `nodes`, meeting at `master` (the first node's host and a port free there,
+    where torchrun's c10d store listens)."""
+    host, port = master or ("127.0.0.1", free_port())
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node-rank", str(node_rank),
+            "--nproc-per-node", str(processes), "--master-addr", host, "--master-port", str(port),
+            "-m", "training.train", config_path]
+
+
+def trainer_env() -> dict[str, str]:
+    return os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+                         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def start_trainer(command: list[str], stdout) -> subprocess.Popen:
+    """torchrun in a process group of its own (so that killing the group stops every rank)."""
+    return subprocess.Popen(command, cwd=ROOT, env=trainer_env(), stdout=stdout, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM the whole process group (torchrun and its ranks), SIGKILL what is left after `grace_s`."""
+    if process.poll() is None:
+        kill_process_group(process.pid, grace_s, reap=process.poll)
+
+
+def follow_records(lines: Iterable[str], log: Callable[[str], None]) -> dict:
+    """Logs rank 0's output lines and returns the fields of its JSON records, the later ones winning."""
+    last: dict = {}
+    for line in lines:
+        log(line.rstrip())
+        if line.startswith("{"):
+            last.update({key: value for key, value in json.loads(line).items() if key != "event"})
+    return last

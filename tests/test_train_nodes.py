@@ -1,0 +1,112 @@
+"""Training across nodes through the Dask cluster, for real: two LocalCluster workers on loopback, each offering
+the `trainer` resource, are two "nodes" of one rank each (torchrun --nnodes 2, gloo, FSDP2)."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+import yaml
+
+from test_train import _config, _edit, _torchrun        # pytest puts tests/ on the path
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trainer_cluster():
+    import dask
+    from distributed import Client, LocalCluster
+
+    from flows.dask_cluster import WORKER_CONFIG
+
+    with dask.config.set(WORKER_CONFIG), LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                      dashboard_address=":0", host="127.0.0.1",
+                                                      resources={"trainer": 1}) as cluster, Client(cluster) as client:
+        yield cluster.scheduler_address, client
+
+
+def _on_nodes(config_path: str, address: str):
+    from configs.training import TrainingConfig
+
+    raw = yaml.safe_load(open(config_path))
+    raw["hardware"] |= {"nodes": 2, "dask_address": address}
+    return TrainingConfig.model_validate(raw)
+
+
+def _records(checkpoint_dir: str) -> list[dict]:
+    with open(os.path.join(checkpoint_dir, "node-0.log")) as handle:
+        return [json.loads(line) for line in handle if line.startswith("{")]
+
+
+def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, tmp_path, trainer_cluster):
+    from flows.training_flow import training_flow
+
+    address, _ = trainer_cluster
+    one_node = [r for r in _torchrun(_edit(_config(tmp_path, byte_shards, "one-node"), steps=6)) if "loss" in r]
+    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "two-nodes"), steps=6), address)
+    result = training_flow(config)
+    two_nodes = {r["step"]: r["loss"] for r in _records(config.checkpoint.dir) if "loss" in r}
+    assert sorted(two_nodes) == [r["step"] for r in one_node] == list(range(1, 7))
+    for record in one_node:
+        assert two_nodes[record["step"]] == pytest.approx(record["loss"], abs=1e-6), record["step"]
+    assert result["loss"] == pytest.approx(one_node[-1]["loss"], abs=1e-6)
+    assert os.path.exists(os.path.join(config.checkpoint.dir, "node-1.log"))
+
+
+def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tmp_path, trainer_cluster):
+    """Node 1's machine dies (its worker and its torchrun, killed) after a checkpoint: the run fails naming node 1,
+    node 0's trainer is stopped, and a rerun on the restarted worker resumes from the checkpoint."""
+    from flows.training_flow import training_flow
+
+    address, client = trainer_cluster
+    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "lost"), steps=40, checkpoint__every=2), address)
+    failure: list[BaseException] = []
+
+    def first_attempt():
+        try:
+            training_flow.with_options(retries=0)(config)
+        except BaseException as error:          # noqa: BLE001 - the test reads it
+            failure.append(error)
+
+    attempt = threading.Thread(target=first_attempt)
+    attempt.start()
+    deadline = time.monotonic() + 240
+    while not glob.glob(f"{config.checkpoint.dir}/step-*/complete"):
+        assert attempt.is_alive() and time.monotonic() < deadline, failure
+        time.sleep(0.2)
+    nodes = sorted(address for address, worker in client.scheduler_info(n_workers=-1)["workers"].items())
+    node1 = psutil.Process(client.run(os.getpid, workers=[nodes[1]])[nodes[1]])
+    for process in [*node1.children(recursive=True), node1]:        # the whole machine goes at once
+        process.send_signal(signal.SIGKILL)
+    attempt.join(timeout=120)
+    assert not attempt.is_alive() and failure, "the run did not fail"
+    assert f"node 1 ({nodes[1]})" in str(failure[0]), failure[0]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if "training.train" in " ".join(p.info["cmdline"] or [])
+                and config.checkpoint.dir in " ".join(p.info["cmdline"] or [])], "a trainer was left running"
+
+    client.wait_for_workers(2, timeout=120)       # the nanny restarts the lost worker, with its resource
+    resumed = training_flow(config)
+    assert resumed["step"] == 40
+    assert [r["event"] for r in _records(config.checkpoint.dir) if r.get("event") == "resumed"] == ["resumed"]
+
+
+def test_nodes_split_the_ranks_evenly_and_need_a_scheduler_with_trainer_workers(monkeypatch, trainer_cluster):
+    from configs.training import HardwareSpec, TrainingConfig
+    from flows.training_nodes import dask_address, trainer_workers
+
+    with pytest.raises(ValueError, match=r"data_parallel \(3\) must be a multiple of hardware.nodes \(2\)"):
+        HardwareSpec(data_parallel=3, nodes=2)
+    monkeypatch.delenv("SLUICE_DASK_ADDRESS", raising=False)
+    config = TrainingConfig.model_validate({"hardware": {"data_parallel": 2, "nodes": 2}})
+    with pytest.raises(ValueError, match=r"needs a Dask scheduler .* \$SLUICE_DASK_ADDRESS"):
+        dask_address(config)
+    address, client = trainer_cluster
+    assert len(trainer_workers(client, 2)) == 2
+    with pytest.raises(RuntimeError, match=r"3 nodes asked, but 2 of the 2 Dask workers offer the `trainer` resource"):
+        trainer_workers(client, 3)
