@@ -10,6 +10,7 @@ from pathlib import Path
 from flows.environment import apply_cli_defaults
 
 QUIET_COMMANDS = ("run", "train", "ablate")     # a progress display and a summary; the full log goes to a file
+FLOW_COMMANDS = QUIET_COMMANDS                  # they call flows: a Prefect API is needed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quiet = args.command in QUIET_COMMANDS and not args.verbose
     apply_cli_defaults(quiet=quiet)  # before Prefect / MLflow load
+    if args.command in FLOW_COMMANDS:
+        from flows.temporary_server import start_temporary_server
+
+        start_temporary_server()     # comes up while the flows are imported
     if quiet:
         from flows.console import log_to_file
         from storage.locations import state_dir
@@ -131,8 +136,10 @@ def _figure(value) -> str:
 
 def _run(recipe) -> int:
     from flows.curation import curation_flow
+    from flows.temporary_server import wait_for_prefect
     from storage.stage_result import stage_folder
 
+    wait_for_prefect()
     result = curation_flow(recipe)
     print()
     print(f"recipe {result['recipe']}:")
@@ -183,12 +190,14 @@ def _plan(args) -> int:
 
 def _train(args) -> int:
     from configs.training import load_training_config
+    from flows.temporary_server import wait_for_prefect
     from flows.training_flow import training_flow
 
     config = load_training_config(args.config)
     if not config.data.train:
         print(f"{args.config}: data.train lists no token shards", file=sys.stderr)
         return 2
+    wait_for_prefect()
     print(json.dumps(training_flow(config), indent=2))
     return 0
 
@@ -197,6 +206,7 @@ def _ablate(args) -> int:
     from configs.ablation import load_ablation
     from configs.schema import RecipeError
     from flows.ablation import ablation_flow, budget_figures
+    from flows.temporary_server import wait_for_prefect
 
     try:
         ablation = load_ablation(args.ablation)
@@ -204,6 +214,7 @@ def _ablate(args) -> int:
     except RecipeError as error:
         print(error, file=sys.stderr)
         return 2
+    wait_for_prefect()
     result = ablation_flow(ablation)
     print()
     print(result["markdown"])

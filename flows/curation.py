@@ -1,4 +1,7 @@
-"""The curation pipeline flow: the stages in order, one MLflow run, one Dask cluster for all of them."""
+"""The curation pipeline flow: the stages in order, one MLflow run, one Dask cluster for all of them.
+
+The stages after extraction are imported where they run: a run reaches its first task without importing them
+(about 1.5 s of modules and Prefect parameter schemas), and a recipe that switches them off never does."""
 from __future__ import annotations
 
 import mlflow
@@ -8,14 +11,8 @@ from prefect_dask import DaskTaskRunner
 
 from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
-from flows.dedup_stage import dedup_stage_flow
 from flows.extract_stage import extract_stage_flow
-from flows.mixture_stage import mixture_stage_flow
-from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
 from flows.run_summary import publish_run_summary
-from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
-from flows.training_flow import training_flow
-from flows.training_inputs import mixture_dataset, training_config
 from storage.fs import local_path
 from tracking.datasets import log_datasets
 from tracking.params import flatten
@@ -38,6 +35,9 @@ def curation_flow(recipe: Recipe) -> dict:
         publish_run_summary(recipe.name, stages, run.info.run_id, tracking)
         training = None
         if recipe.train.enabled and "mixture" in stages:     # after the Dask cluster is gone: the ranks get the cores
+            from flows.training_flow import training_flow
+            from flows.training_inputs import mixture_dataset, training_config
+
             training = training_flow(training_config(recipe, stages["tokenizer"], stages["mixture"], tracking,
                                                      run.info.run_id))
             mlflow.set_tag("sluice.training_run", training["mlflow_run_id"])
@@ -54,6 +54,9 @@ def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
     stages = document_stages(recipe, runner)
     documents = final_documents(stages)
     if recipe.tokenizer.enabled:
+        from flows.mixture_stage import mixture_stage_flow
+        from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
+
         stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
         stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
             recipe, documents, stages["tokenizer"])
@@ -68,8 +71,12 @@ def document_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
     """The stages that make documents: extract, then dedup and quality as the recipe enables them."""
     stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
     if recipe.dedup.enabled:
+        from flows.dedup_stage import dedup_stage_flow
+
         stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
     if recipe.quality.enabled:
+        from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
+
         stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
             recipe, stages["extract"])
         stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
