@@ -30,6 +30,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         result = mix_task.submit(pairs, stage.stage_dir, vocab_size, config).result()
         stats = StageStats(candidates=result["train_documents"] + result["validation_documents"],
                            documents_out=result["train_documents"] + result["validation_documents"],
+                           seconds=result["seconds"],
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))
         stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
                             "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6)})

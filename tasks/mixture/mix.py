@@ -16,6 +16,9 @@ fans out on the Dask cluster when it runs on one (`tasks.fan_out`); the last two
 from __future__ import annotations
 
 import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from configs.mixture import MixtureConfig
@@ -25,13 +28,31 @@ from tasks.mixture.selection import card_rows, count_shard, fill_candidates, fil
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT
 
 
+@dataclass(frozen=True)
+class _Timed:
+    """A fanned-out call that also returns its seconds (the stage's task seconds are the sum over calls)."""
+    function: Callable
+
+    def __call__(self, item) -> tuple[float, object]:
+        started = time.perf_counter()
+        result = self.function(item)
+        return time.perf_counter() - started, result
+
+
 def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: MixtureConfig) -> dict:
     """`pairs`: (token shard base, document shard URL) with documents in the same order in both."""
     if not pairs:
         raise ValueError("no token shards to mix")
-    counts = fan_out(partial(count_shard, config=config), pairs)
+    seconds: list[float] = []
+
+    def timed_fan_out(function: Callable, items) -> list:
+        timed = fan_out(_Timed(function), items)
+        seconds.extend(call_seconds for call_seconds, _ in timed)
+        return [result for _, result in timed]
+
+    counts = timed_fan_out(partial(count_shard, config=config), pairs)
     draws = plan_draws(counts, config)
-    draws = fill_gaps(draws, fan_out(partial(fill_candidates, config=config, draws=draws), pairs))
+    draws = fill_gaps(draws, timed_fan_out(partial(fill_candidates, config=config, draws=draws), pairs))
     rows = card_rows(draws, config)
     realized = sum(draw.tokens for draw in draws)
     validation_tokens = sum(count.validation_tokens for count in counts)
@@ -39,10 +60,10 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     layout = Layout(out_dir, tuple(base for base, _ in pairs),
                     {TRAIN_SPLIT: parts_for(realized, config.shard_tokens),
                      VALIDATION_SPLIT: parts_for(validation_tokens, config.shard_tokens)})
-    fan_out(partial(write_refs, config=config, draws=draws, layout=layout), enumerate(pairs))
+    timed_fan_out(partial(write_refs, config=config, draws=draws, layout=layout), enumerate(pairs))
     jobs = [(split, part) for split in (TRAIN_SPLIT, VALIDATION_SPLIT) for part in range(layout.parts[split])]
-    written = fan_out(partial(write_part, layout=layout, vocab_size=vocab_size, shard_tokens=config.shard_tokens),
-                      jobs)
+    written = timed_fan_out(partial(write_part, layout=layout, vocab_size=vocab_size,
+                                    shard_tokens=config.shard_tokens), jobs)
     shutil.rmtree(layout.work)
     shards = [shard for part in written for shard in part["shards"]]
     return {"sources": rows, "train_tokens": realized,
@@ -50,4 +71,4 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
             "validation_tokens": validation_tokens,
             "validation_documents": sum(count.validation_documents for count in counts),
             "max_abs_weight_error": round(max(abs(r["weight_realized"] - r["weight_requested"]) for r in rows), 6),
-            "shards": shards}
+            "shards": shards, "seconds": round(sum(seconds), 4)}
