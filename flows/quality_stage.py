@@ -14,18 +14,19 @@ from prefect import flow, get_run_logger
 from configs.quality import QualityConfig
 from configs.schema import Recipe
 from flows.quality_report import filter_report, models_report
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
+                                summed_stats)
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
-from storage.stage_result import StageResult, parent_of, stage_folder, stage_shard_urls
+from storage.stage_result import StageResult, parent_of, stage_folder, stage_shard_bytes, stage_shard_urls
 from tasks.quality.apply import FilterJob, merge_examples
 from tasks.quality.funnel import funnel_rows
 from tasks.quality.models import MODELS_FILE, write_models_index
 from tasks.quality.reference import reference_files
 from tasks.quality.families import family_checks
 from tasks.quality.score import ScoreJob
-from tasks.quality.task import (filter_shard_task, score_shard_task, summarize_task, train_classifier_task,
+from tasks.quality.task import (filter_shards_task, score_shard_task, summarize_task, train_classifier_task,
                                 train_kenlm_task)
 from tasks.stats import StageStats
 
@@ -131,7 +132,8 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
         cutoffs = summarize_task.submit(shard_urls, config).result()
         jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
                 for url in shard_urls]
-        results = map_tasks(filter_shard_task, jobs, "quality filter", config=thresholds, cutoffs=cutoffs)
+        results = map_groups(filter_shards_task, jobs, stage_shard_bytes(scores), "quality filter", config=thresholds,
+                             cutoffs=cutoffs)
         stats = summed_stats(results)
         families = [family for family, _ in family_checks(thresholds, cutoffs)]
         funnel = funnel_rows(results, families)

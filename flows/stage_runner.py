@@ -93,7 +93,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     started = time.perf_counter()
     output = produce(context)
     wall = time.perf_counter() - started
-    slots = _task_slots()
+    slots = task_slots()
     stats = output.stats.to_dict() | ({"task_slots": slots, "orchestration_share": orchestration_share(
         wall, output.stats.seconds, slots)} if slots else {})
     manifest = Manifest(
@@ -109,7 +109,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
                                 report=output.report)
 
 
-def _task_slots() -> int | None:
+def task_slots() -> int | None:
     """Threads of the Dask cluster the stage's tasks ran on (None when its task runner is not Dask's)."""
     from prefect.context import FlowRunContext
     from prefect_dask import DaskTaskRunner
@@ -138,6 +138,32 @@ def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[di
         logger.info("%s: %d/%d done", label, done, len(futures))
         progress.update(done)
     return results
+
+
+TASK_BYTES = 32 << 20       # input per task when shards are small: enough to amortise Prefect's ~0.1 s per task
+
+
+def byte_groups(jobs: Sequence, sizes: Sequence[int], slots: int | None, task_bytes: int = TASK_BYTES) -> list[list]:
+    """Consecutive jobs grouped into tasks of about `task_bytes` of input (a job alone when its shard is larger),
+    but into at least 4 groups per task slot while there are jobs enough, so that every worker thread has work
+    and the last tasks finish close together."""
+    target = max(1, min(task_bytes, sum(sizes) // (4 * (slots or 1))))
+    groups: list[list] = [[]]
+    filled = 0
+    for job, size in zip(jobs, sizes):
+        if groups[-1] and filled >= target:
+            groups.append([])
+            filled = 0
+        groups[-1].append(job)
+        filled += size
+    return [group for group in groups if group]
+
+
+def map_groups(task, jobs: Sequence, sizes: Sequence[int], label: str, **unmapped_arguments) -> list[dict]:
+    """`map_tasks` for a task over a list of jobs (shards grouped by `byte_groups`); one result per job, in job
+    order. Each job still records its own result, so a retried group redoes only its unfinished shards."""
+    groups = byte_groups(jobs, sizes, task_slots())
+    return [result for group in map_tasks(task, groups, label, **unmapped_arguments) for result in group]
 
 
 def shard_entry(stage_dir: str, result: dict) -> ShardEntry:

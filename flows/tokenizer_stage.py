@@ -9,12 +9,12 @@ from prefect import flow
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from flows.stage_runner import StageContext, StageOutput, StageSpec, map_groups, run_stage, shard_entry, summed_stats
 from storage.manifest import ShardEntry, sha256_file
-from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_urls
+from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_bytes, stage_shard_urls
 from tasks.stats import StageStats
 from tasks.tokenize.encode import TokenizeJob
-from tasks.tokenize.task import tokenize_shard_task, train_tokenizer_task
+from tasks.tokenize.task import tokenize_shards_task, train_tokenizer_task
 from tasks.tokenize.train import MODEL_FILE, heldout_bytes_per_token
 
 
@@ -51,7 +51,7 @@ def tokenize_stage_flow(recipe: Recipe, documents: StageResult, tokenizer: Stage
         model_path = stage_file(tokenizer, MODEL_FILE)
         jobs = [TokenizeJob(url, stage.path("shards", os.path.basename(url).removesuffix(".parquet")), model_path)
                 for url in stage_shard_urls(documents)]
-        results = map_tasks(tokenize_shard_task, jobs, "tokenize")
+        results = map_groups(tokenize_shards_task, jobs, stage_shard_bytes(documents), "tokenize")
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
                            stats=summed_stats(results), task_results=results)
 

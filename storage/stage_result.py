@@ -39,6 +39,11 @@ def stage_shard_urls(result: StageResult) -> list[str]:
     return [stage_file(result, shard.path) for shard in Manifest.load(result["manifest"]).shards]
 
 
+def stage_shard_bytes(result: StageResult) -> list[int]:
+    """The stage's shard sizes, in its manifest's order."""
+    return [shard.bytes for shard in Manifest.load(result["manifest"]).shards]
+
+
 def parent_of(result: StageResult) -> dict:
     """How a downstream stage names an upstream one: its manifest digest (content) and location."""
     return {"stage": result["stage"], "digest": result["digest"], "location": result["manifest"]}

@@ -36,6 +36,6 @@ def summarize_task(shard_urls: list[str], config: QualityConfig) -> dict:
     return summarize_attributes(shard_urls, config)
 
 
-@task(name="quality-filter", retries=1, retry_delay_seconds=2, task_run_name="quality-filter {job.output_url}")
-def filter_shard_task(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> dict:
-    return run_once(job.output_url + ".json", lambda: filter_shard(job, config, cutoffs))
+@task(name="quality-filter", retries=1, retry_delay_seconds=2, task_run_name="quality-filter {jobs[0].output_url} ...")
+def filter_shards_task(jobs: list[FilterJob], config: QualityFilterConfig, cutoffs: dict) -> list[dict]:
+    return [run_once(job.output_url + ".json", lambda: filter_shard(job, config, cutoffs)) for job in jobs]

@@ -1,5 +1,5 @@
-"""The tokenizer stages' Prefect tasks: training (one task) and tokenization (one task per document shard),
-each recording its result beside its output so a rerun resumes."""
+"""The tokenizer stages' Prefect tasks: training (one task) and tokenization (one task per group of document
+shards), each shard recording its result beside its output so a rerun resumes."""
 from __future__ import annotations
 
 from prefect import task
@@ -15,6 +15,6 @@ def train_tokenizer_task(shard_urls: list[str], model_url: str, config: Tokenize
     return run_once(model_url + ".json", lambda: train_tokenizer(shard_urls, model_url, config))
 
 
-@task(name="tokenize-shard", retries=1, retry_delay_seconds=2, task_run_name="tokenize {job.output_base}")
-def tokenize_shard_task(job: TokenizeJob) -> dict:
-    return run_once(shard_record_url(job.output_base), lambda: tokenize_shard(job))
+@task(name="tokenize-shards", retries=1, retry_delay_seconds=2, task_run_name="tokenize {jobs[0].output_base} ...")
+def tokenize_shards_task(jobs: list[TokenizeJob]) -> list[dict]:
+    return [run_once(shard_record_url(job.output_base), lambda: tokenize_shard(job)) for job in jobs]
