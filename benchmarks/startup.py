@@ -75,7 +75,7 @@ class Server:
     """`sluice server --dask-workers 1` on free ports, its state under _work/startup/server."""
 
     def __init__(self):
-        from flows.torchrun import free_port
+        from flows.processes import free_port
 
         self.ports = {name: free_port() for name in ("prefect", "mlflow", "dask", "dashboard")}
         self.env = bench_env() | {"SLUICE_STATE_DIR": str(WORK / "startup" / "server")}

@@ -17,7 +17,7 @@ import time
 
 import httpx
 
-from flows.torchrun import free_port
+from flows.processes import free_port
 
 _started: "TemporaryServer | None" = None
 

@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from flows.processes import kill_process_group
+from flows.processes import free_port, kill_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def torchrun_command(config_path: str, processes: int, nodes: int = 1, node_rank: int = 0,

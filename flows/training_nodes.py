@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
 from configs.training import TrainingConfig
-from flows.torchrun import follow_records, free_port, kill_group, start_trainer, torchrun_command
+from flows.processes import free_port
+from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
 
 TRAINER_RESOURCE = "trainer"
 DASK_ADDRESS_ENV = "SLUICE_DASK_ADDRESS"

@@ -143,7 +143,7 @@ def test_a_browser_shows_a_training_runs_datasets_and_logged_model(ablation_runs
     from pathlib import Path
 
     from browser import Browser          # tests/browser.py (pytest puts tests/ on the path)
-    from flows.torchrun import free_port
+    from flows.processes import free_port
     from tracking.store import run_page_url
 
     first, _, _ = ablation_runs

@@ -189,9 +189,10 @@ def fill_gaps(draws: list[SourceDraw], candidates: list[list[np.ndarray]]) -> li
                 remaining -= tokens
             else:
                 left_out.append((tokens, point))
-        if remaining > 0 and left_out and min(left_out)[0] - remaining < remaining:
-            taken.append(min(left_out)[1])
-            remaining -= min(left_out)[0]
+        smallest = min(left_out, default=None)              # (tokens, point)
+        if remaining > 0 and smallest and smallest[0] - remaining < remaining:
+            taken.append(smallest[1])
+            remaining -= smallest[0]
         filled.append(replace(draw, fill=frozenset(taken), fill_tokens=draw.gap - remaining))
     return filled
 
