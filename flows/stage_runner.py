@@ -2,7 +2,7 @@
 published last, report to MLflow and Prefect.
 
 A stage declares what its output depends on (a `StageSpec`) and a `produce` function that does the work in
-`stage_dir` (usually by mapping Prefect tasks over shards or buckets with `map_tasks`) and returns a
+`stage_dir` (usually by mapping a function over shards or buckets with `map_tasks`) and returns a
 `StageOutput`. Everything else, including the cache hit that skips the stage, happens here.
 """
 from __future__ import annotations
@@ -10,19 +10,20 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable, Sequence
 
-from prefect import get_run_logger
-from prefect.futures import as_completed
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from configs.schema import Recipe
-from flows.console import Progress
 from flows.reporting import StageReport, publish_stage_report
+from flows.step_progress import StepProgress
 from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
+from tasks.fan_out import completed
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats, orchestration_share
 
@@ -111,40 +112,50 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 
 def task_slots() -> int | None:
     """Threads of the Dask cluster the stage's tasks ran on (None when its task runner is not Dask's)."""
-    from prefect.context import FlowRunContext
-    from prefect_dask import DaskTaskRunner
-
-    runner = FlowRunContext.get().task_runner
-    if not isinstance(runner, DaskTaskRunner):
-        return None
-    return sum(runner.client.nthreads().values()) or None
+    client = _dask_client()
+    return (sum(client.nthreads().values()) or None) if client is not None else None
 
 
-def map_tasks(task, jobs: Sequence, label: str, **unmapped_arguments) -> list[dict]:
-    """Map a Prefect task over `jobs` on the flow's task runner; results come back in job order.
+def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, **arguments) -> list[dict]:
+    """One step of a stage: `function(job, **arguments)` for every job, results in job order.
 
-    Logs one line per finished task and draws the step's progress on the console (flows.console). Tasks return
-    small dicts (paths and counts), never documents.
+    The step is one Prefect task run (named `label`, with a progress artifact and progress lines in its logs and
+    on the console); each call is a plain Dask task on the flow's cluster (`tasks.fan_out.completed`), so a
+    thousand shards cost Prefect one task run, not a thousand. Calls are retried once by Dask, a lost worker
+    costs only the calls it held, and every shard call records its own result (`tasks.resumable`), so a rerun
+    redoes only unfinished shards. A call may return `warnings` (lines the step logs where the run's logs go).
+    Calls return small dicts (paths and counts), never documents.
     """
-    from prefect import unmapped
+    return _step.with_options(task_run_name=label)(function, list(jobs), label, arguments)
 
+
+@task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)
+def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict) -> list[dict]:
     logger = get_run_logger()
-    futures = task.map(list(jobs), **{name: unmapped(value) for name, value in unmapped_arguments.items()})
-    order = {future.task_run_id: index for index, future in enumerate(futures)}
-    results: list[dict | None] = [None] * len(futures)
-    progress = Progress(label, len(futures))
-    for done, future in enumerate(as_completed(futures), start=1):
-        results[order[future.task_run_id]] = future.result()
-        logger.info("%s: %d/%d done", label, done, len(futures))
+    progress = StepProgress(label, len(jobs), logger)
+    results: list[dict | None] = [None] * len(jobs)
+    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, _dask_client()), start=1):
+        for line in result.pop("warnings", []) if isinstance(result, dict) else ():   # a group's is a list
+            logger.warning("%s", line)
+        results[index] = result
         progress.update(done)
     return results
 
 
-TASK_BYTES = 32 << 20       # input per task when shards are small: enough to amortise Prefect's ~0.1 s per task
+def _dask_client():
+    """The Dask client of the flow's task runner, or None when the flow does not run on Dask."""
+    from prefect.context import FlowRunContext
+    from prefect_dask import DaskTaskRunner
+
+    runner = FlowRunContext.get().task_runner
+    return runner.client if isinstance(runner, DaskTaskRunner) else None
+
+
+TASK_BYTES = 32 << 20       # input per call when shards are small: amortises a call's fixed costs (models loaded)
 
 
 def byte_groups(jobs: Sequence, sizes: Sequence[int], slots: int | None, task_bytes: int = TASK_BYTES) -> list[list]:
-    """Consecutive jobs grouped into tasks of about `task_bytes` of input (a job alone when its shard is larger),
+    """Consecutive jobs grouped into calls of about `task_bytes` of input (a job alone when its shard is larger),
     but into at least 4 groups per task slot while there are jobs enough, so that every worker thread has work
     and the last tasks finish close together."""
     target = max(1, min(task_bytes, sum(sizes) // (4 * (slots or 1))))
@@ -159,11 +170,12 @@ def byte_groups(jobs: Sequence, sizes: Sequence[int], slots: int | None, task_by
     return [group for group in groups if group]
 
 
-def map_groups(task, jobs: Sequence, sizes: Sequence[int], label: str, **unmapped_arguments) -> list[dict]:
-    """`map_tasks` for a task over a list of jobs (shards grouped by `byte_groups`); one result per job, in job
+def map_groups(function: Callable[..., list[dict]], jobs: Sequence, sizes: Sequence[int], label: str,
+               **arguments) -> list[dict]:
+    """`map_tasks` for a function over a list of jobs (shards grouped by `byte_groups`); one result per job, in job
     order. Each job still records its own result, so a retried group redoes only its unfinished shards."""
     groups = byte_groups(jobs, sizes, task_slots())
-    return [result for group in map_tasks(task, groups, label, **unmapped_arguments) for result in group]
+    return [result for group in map_tasks(function, groups, label, **arguments) for result in group]
 
 
 def shard_entry(stage_dir: str, result: dict) -> ShardEntry:

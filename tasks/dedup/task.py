@@ -1,5 +1,6 @@
-"""The dedup stage's Prefect tasks, one per step and shard or bucket. Each step records its result when done
-(`run_once`), so a rerun after a killed worker or a killed run picks up where it stopped."""
+"""The dedup stage's calls, one per step and shard or bucket, run as plain Dask tasks by the stage's steps
+(`flows.stage_runner.map_tasks`); clustering is one Prefect task that fans out itself. Each call records its
+result when done (`run_once`), so a rerun after a killed worker or a killed run picks up where it stopped."""
 from __future__ import annotations
 
 import resource
@@ -33,14 +34,12 @@ def _measured(compute: Callable[[], dict]) -> Callable[[], dict]:
     return run
 
 
-@task(name="dedup-features", retries=1, retry_delay_seconds=2, task_run_name="dedup features {job[1]}")
 def features_task(job: tuple[str, str], work: str, config: DedupConfig) -> dict:
     shard_url, part = job
     return run_once(_record(work, "features", part),
                     _measured(lambda: compute_features(shard_url, int(part), work, config)))
 
 
-@task(name="dedup-edges", retries=1, retry_delay_seconds=2, task_run_name="dedup edges bucket {bucket}")
 def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
     """Exact, URL and verified near-duplicate relations among the documents whose keys fall in `bucket`."""
     def compute() -> dict:
@@ -55,12 +54,10 @@ def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: De
                     _measured(lambda: cluster_decisions(work, parts, shard_urls, config)))
 
 
-@task(name="dedup-paragraphs", retries=1, retry_delay_seconds=2, task_run_name="dedup paragraphs bucket {bucket}")
 def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
     return run_once(_record(work, "paragraphs", bucket),
                     _measured(lambda: repeated_paragraphs(work, bucket, parts, config.buckets, config.paragraphs)))
 
 
-@task(name="dedup-apply", retries=1, retry_delay_seconds=2, task_run_name="dedup apply {job.part}")
 def apply_task(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     return run_once(shard_record_url(job.output_url), _measured(lambda: apply_decisions(job, work, config)))

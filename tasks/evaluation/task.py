@@ -1,4 +1,5 @@
-"""The evaluation stages' Prefect tasks: building the suite (one task) and decontaminating (one per shard)."""
+"""The evaluation stages' work: building the suite (one Prefect task) and decontaminating (one plain Dask call
+per shard, from the stage's step)."""
 from __future__ import annotations
 
 from prefect import task
@@ -14,7 +15,5 @@ def build_suite_task(config: EvalSuiteConfig, out_dir: str, lid_model: str | Non
     return build_suite(config, out_dir, lid_model)
 
 
-@task(name="decontaminate-shard", retries=1, retry_delay_seconds=2,
-      task_run_name="decontaminate {job.output_url}")
 def decontaminate_shard_task(job: DecontaminateJob) -> dict:
     return run_once(job.output_url + ".json", lambda: decontaminate_shard(job))

@@ -1,13 +1,30 @@
-"""The extraction stage's Prefect task: one WARC shard per task run. Kept apart from the flows so a Dask worker
-that runs it imports Prefect's task engine and the extraction code, not MLflow or the flow modules."""
+"""The extraction stage's per-shard call: one WARC shard, run as a plain Dask task by the stage's step
+(`flows.stage_runner.map_tasks`). Kept apart from the flows so a Dask worker that runs it imports the extraction
+code, not MLflow or the flow modules."""
 from __future__ import annotations
 
-from prefect import get_run_logger, task
+import logging
 
 from configs.schema import ExtractConfig
 from tasks.extract.shard import ShardJob, extract_shard
 
+MAX_WARNINGS = 100      # per shard sent back to the run's logs; the stats count every problem
 
-@task(name="extract-shard", retries=1, retry_delay_seconds=2, task_run_name="extract {job.warc_name}")
+
+class _Collected(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.lines) < MAX_WARNINGS:
+            self.lines.append(record.getMessage())
+
+
 def extract_shard_task(job: ShardJob, config: ExtractConfig) -> dict:
-    return extract_shard(job, config, get_run_logger())
+    """The shard's result, with the warnings it logged (damaged records, bad charsets) under `warnings` for the
+    step to log where the run's logs go (the Prefect UI); a Dask worker has no Prefect run to log to."""
+    collected = _Collected()
+    log = logging.Logger(f"extract {job.warc_name}")     # this call's own, not a shared registered logger
+    log.addHandler(collected)
+    return extract_shard(job, config, log) | {"warnings": collected.lines}

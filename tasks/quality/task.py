@@ -1,4 +1,6 @@
-"""The quality stages' Prefect tasks; each records its result beside its output so a rerun resumes."""
+"""The quality stages' work: model training and the summary are Prefect tasks; scoring and filtering are
+per-shard calls, run as plain Dask tasks by the stage's steps (`flows.stage_runner.map_tasks`). Each records its
+result beside its output so a rerun resumes."""
 from __future__ import annotations
 
 import os
@@ -26,7 +28,6 @@ def train_classifier_task(negative_shards: list[str], models_dir: str, config: C
                     lambda: train_quality_classifier(negative_shards, models_dir, config, evaluation))
 
 
-@task(name="quality-score", retries=1, retry_delay_seconds=2, task_run_name="quality-score {job.output_url}")
 def score_shard_task(job: ScoreJob, config: QualityConfig, bad_words_dir: str) -> dict:
     return run_once(job.output_url + ".json", lambda: score_shard(job, config, bad_words_dir))
 
@@ -36,6 +37,5 @@ def summarize_task(shard_urls: list[str], config: QualityConfig) -> dict:
     return summarize_attributes(shard_urls, config)
 
 
-@task(name="quality-filter", retries=1, retry_delay_seconds=2, task_run_name="quality-filter {jobs[0].output_url} ...")
 def filter_shards_task(jobs: list[FilterJob], config: QualityFilterConfig, cutoffs: dict) -> list[dict]:
     return [run_once(job.output_url + ".json", lambda: filter_shard(job, config, cutoffs)) for job in jobs]

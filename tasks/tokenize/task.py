@@ -1,5 +1,5 @@
-"""The tokenizer stages' Prefect tasks: training (one task) and tokenization (one task per group of document
-shards), each shard recording its result beside its output so a rerun resumes."""
+"""The tokenizer stages' work: training (one Prefect task) and tokenization (one plain Dask call per group of
+document shards, from the stage's step), each shard recording its result beside its output so a rerun resumes."""
 from __future__ import annotations
 
 from prefect import task
@@ -15,6 +15,5 @@ def train_tokenizer_task(shard_urls: list[str], model_url: str, config: Tokenize
     return run_once(model_url + ".json", lambda: train_tokenizer(shard_urls, model_url, config))
 
 
-@task(name="tokenize-shards", retries=1, retry_delay_seconds=2, task_run_name="tokenize {jobs[0].output_base} ...")
 def tokenize_shards_task(jobs: list[TokenizeJob]) -> list[dict]:
     return [run_once(shard_record_url(job.output_base), lambda: tokenize_shard(job)) for job in jobs]
