@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel, merged
 from configs.evaluation import EvalSuiteConfig
-from configs.schema import (DaskConfig, MlflowConfig, Recipe, RecipeError, parse_recipe, read_yaml,
-                            validation_problems)
+from configs.schema import (DaskConfig, MlflowConfig, Recipe, parse_config, parse_recipe,
+                            read_config_file, read_yaml)
 from configs.tokenizer import TokenizerConfig
 from configs.training import TrainingConfig
 
@@ -114,21 +114,9 @@ def _has_key(mapping: dict, path: list[str]) -> bool:
 
 
 def load_ablation(path: str | Path) -> AblationConfig:
-    """The ablation file, validated, with every variant's recipe checked too (errors name the field)."""
-    path = Path(path)
-    raw = read_yaml(path, "ablation file")
-    if not isinstance(raw, dict):
-        raise RecipeError(f"{path}: expected a mapping at the top level")
-    return parse_ablation(raw | {"origin": str(path.parent)}, origin=str(path))
+    return parse_ablation(read_config_file(path, "ablation file"), origin=str(path))
 
 
 def parse_ablation(raw: dict, origin: str = "<ablation>") -> AblationConfig:
-    try:
-        config = AblationConfig.model_validate(raw)
-    except ValidationError as error:
-        raise RecipeError(f"{origin}: invalid ablation\n{validation_problems(error)}") from None
-    try:
-        config.variant_recipes()
-    except RecipeError as error:
-        raise RecipeError(f"{origin}: {error}") from None
-    return config
+    """The ablation, validated, with every variant's recipe checked too (errors name the field)."""
+    return parse_config(AblationConfig, raw, origin, "ablation", AblationConfig.variant_recipes)

@@ -5,11 +5,12 @@ Every model forbids unknown keys, so a typo fails with the field's full path
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.dedup import DedupConfig
@@ -138,12 +139,37 @@ def read_yaml(path: str | Path, what: str) -> object:
 
 
 def parse_recipe(raw: object, origin: str = "<recipe>") -> Recipe:
+    return parse_config(Recipe, raw, origin, "recipe")
+
+
+Config = TypeVar("Config", bound=BaseModel)
+
+
+def parse_config(model: type[Config], raw: object, origin: str, what: str,
+                 check: Callable[[Config], object] | None = None) -> Config:
+    """`raw` validated as `model`, then `check`ed (a file that names other files checks those too); every error
+    is a RecipeError naming `origin` and each bad field."""
     if not isinstance(raw, dict):
         raise RecipeError(f"{origin}: expected a mapping at the top level, got {type(raw).__name__}")
     try:
-        return Recipe.model_validate(raw)
+        config = model.model_validate(raw)
     except ValidationError as error:
-        raise RecipeError(f"{origin}: invalid recipe\n{validation_problems(error)}") from None
+        raise RecipeError(f"{origin}: invalid {what}\n{validation_problems(error)}") from None
+    try:
+        if check is not None:
+            check(config)
+    except RecipeError as error:
+        raise RecipeError(f"{origin}: {error}") from None
+    return config
+
+
+def read_config_file(path: str | Path, what: str) -> dict:
+    """A config file that names other files relative to itself: its mapping, with `origin` set to its folder."""
+    path = Path(path)
+    raw = read_yaml(path, what)
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: expected a mapping at the top level")
+    return raw | {"origin": str(path.parent)}
 
 
 def validation_problems(error: ValidationError) -> str:

@@ -29,12 +29,11 @@ from storage.fs import local_path
 from storage.stage_result import stage_file
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import log_datasets
-from tracking.params import flatten
+from tracking.parent_run import resumable_parent_run
 from tracking.store import run_page_url, use_experiment
 from training.plan import plan
 
 RESULT_FILE = "ablation_result.json"       # beside a finished run's checkpoints
-PARENT_RECORD = "parent_run.json"
 
 
 def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
@@ -84,34 +83,15 @@ def ablation_key(ablation: AblationConfig) -> str:
 
 def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
     """The ablation's MLflow run: the one an earlier attempt of the same ablation started, else a new one."""
-    record = os.path.join(home, PARENT_RECORD)
-    client = mlflow.MlflowClient()
-    if os.path.exists(record):
-        with open(record) as handle:
-            run_id = json.load(handle)["run_id"]
-        try:
-            client.get_run(run_id)
-            return run_id
-        except mlflow.exceptions.MlflowException:
-            pass                                   # the tracking store was reset: start a new run
-    experiment = mlflow.get_experiment_by_name(ablation.mlflow.experiment)
-    run = client.create_run(experiment.experiment_id, run_name=ablation.name, tags={
-        "sluice.kind": "ablation", "sluice.ablation": ablation.name, "sluice.baseline": ablation.baseline_variant,
-        "sluice.variants": json.dumps(list(ablation.variants)), "sluice.seeds": json.dumps(ablation.seeds),
-        "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
-        "sluice.tokens_per_update": str(per_update)})
     dumped = ablation.model_dump(mode="json", exclude={"origin"})
     # variant names such as `+dedup` are not valid parameter names: the variants and the base are in ablation.yaml
     settings = {key: value for key, value in dumped.items() if key not in ("variants", "base")}
-    params = [mlflow.entities.Param(key, value) for key, value in flatten("", settings).items()]
-    for offset in range(0, len(params), 100):
-        client.log_batch(run.info.run_id, params=params[offset:offset + 100])
-    client.log_text(run.info.run_id, yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False),
-                    "ablation.yaml")
-    os.makedirs(home, exist_ok=True)
-    with open(record, "w") as handle:
-        json.dump({"run_id": run.info.run_id}, handle)
-    return run.info.run_id
+    return resumable_parent_run(home, ablation.mlflow.experiment, ablation.name, {
+        "sluice.kind": "ablation", "sluice.ablation": ablation.name, "sluice.baseline": ablation.baseline_variant,
+        "sluice.variants": json.dumps(list(ablation.variants)), "sluice.seeds": json.dumps(ablation.seeds),
+        "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
+        "sluice.tokens_per_update": str(per_update)}, settings,
+        ("ablation.yaml", yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False)))
 
 
 def run_spec(ablation: AblationConfig, seed: int, suite_path: str) -> TrainingConfig:

@@ -1,5 +1,5 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
-compare ablations, and start the long-running services (`sluice server`)."""
+compare ablations, sweep model sizes and fit a scaling law, and start the long-running services (`sluice server`)."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from flows.environment import apply_cli_defaults
 
-QUIET_COMMANDS = ("run", "train", "ablate")     # a progress display and a summary; the full log goes to a file
-FLOW_COMMANDS = QUIET_COMMANDS                  # they call flows: a Prefect API is needed
+QUIET_COMMANDS = ("run", "train", "ablate", "sweep")   # a progress display and a summary; the full log to a file
+FLOW_COMMANDS = QUIET_COMMANDS + ("scaling",)         # they call flows: a Prefect API is needed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,12 +38,35 @@ def main(argv: list[str] | None = None) -> int:
     plan = commands.add_parser("plan", help="review a training config before launch: memory, FLOPs, time")
     plan.add_argument("config", type=Path)
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
+    plan.add_argument("--inference-tokens", type=float,
+                      help="tokens the model will serve: size it for training plus inference FLOPs")
+    plan.add_argument("--target-loss", type=float, help="loss to reach (default: the law's loss for this config)")
+    plan.add_argument("--law", type=Path, help="a fitted scaling law (JSON from `sluice scaling fit`; "
+                                               "default Chinchilla's)")
 
     train = commands.add_parser("train", help="train on token shards as a Prefect flow (torchrun underneath)")
     train.add_argument("config", type=Path, help="a training config with data.train set")
 
     ablate = commands.add_parser("ablate", help="train one model on several data recipes and seeds, compare them")
     ablate.add_argument("ablation", type=Path, help="an ablation file (configs/ablation.yaml)")
+
+    sweep = commands.add_parser("sweep", help="train a ladder of model sizes x token budgets (x learning rates) on "
+                                              "one token dataset, then fit L(N, D)")
+    sweep.add_argument("sweep", type=Path, help="a sweep file (configs/ladder.yaml)")
+
+    scaling = commands.add_parser("scaling", help="scaling laws over a finished sweep")
+    scaling_commands = scaling.add_subparsers(dest="scaling_command", required=True)
+    fit = scaling_commands.add_parser("fit", help="fit L(N, D) = E + A/N^alpha + B/D^beta to a sweep's final losses")
+    fit.add_argument("run_id", help="the sweep's parent MLflow run id")
+    fit.add_argument("--flops", type=float, help="compute budget for N* and D* (default: 10x the largest run)")
+    fit.add_argument("--metric", default="val_loss", help="the final metric fitted (default val_loss)")
+    fit.add_argument("--out", type=Path, help="also write the fit as JSON here (`sluice plan --law` reads it)")
+    fit.add_argument("--json", action="store_true", help="print the whole fit as JSON")
+
+    doctor = commands.add_parser("doctor", help="check a tracked training run for spikes, bad resumes, leakage, "
+                                                "slow steps, schedule and batch problems")
+    doctor.add_argument("run_id", help="the training run's MLflow run id")
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     compare = commands.add_parser("compare", help="print a finished ablation's comparison from MLflow")
     compare.add_argument("run_id", help="the ablation's parent MLflow run id")
@@ -91,8 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         return _train(args)
     if args.command == "ablate":
         return _ablate(args)
+    if args.command == "sweep":
+        return _sweep(args)
+    if args.command == "scaling":
+        return _scaling_fit(args)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "doctor":
+        return _doctor(args)
     if args.command == "sample":
         return _sample(args)
     if args.command == "recipe-reference":
@@ -173,10 +202,12 @@ def _plan(args) -> int:
 
     from configs.training import load_training_config
     from training.plan import PlanRefused, check_fits, plan, plan_text
+    from training.scaling_law import CHINCHILLA, ScalingLaw
 
     try:
-        figures = plan(load_training_config(args.config))
-    except (OSError, ValidationError) as error:
+        law = ScalingLaw.load(args.law) if args.law else CHINCHILLA
+        figures = plan(load_training_config(args.config), args.inference_tokens, law, args.target_loss)
+    except (OSError, ValidationError, ValueError) as error:
         print(f"{args.config}: {error}", file=sys.stderr)
         return 2
     print(json.dumps(figures, indent=2) if args.json else plan_text(figures))
@@ -223,6 +254,64 @@ def _ablate(args) -> int:
     print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']}); "
           f"`sluice compare {result['mlflow_run_id']}` prints the table again")
     return 0
+
+
+def _sweep(args) -> int:
+    from configs.schema import RecipeError
+    from configs.sweep import load_sweep
+    from flows.scaling_fit import fit_text
+    from flows.sweep import sweep_flow
+    from flows.temporary_server import wait_for_prefect
+
+    try:
+        sweep = load_sweep(args.sweep)
+    except RecipeError as error:
+        print(error, file=sys.stderr)
+        return 2
+    wait_for_prefect()
+    result = sweep_flow(sweep)
+    print()
+    for run in result["runs"]:
+        print(f"  {run['n_params'] / 1e6:8.3f}M parameters  {run['tokens']:>10,} tokens  lr {run['lr']:<8g} "
+              f"val_loss {run.get('val_loss', float('nan')):.4f}")
+    print()
+    print(fit_text(result["fit"]) if result["fit"] else "no fit: the ladder needs 5 points over 2 sizes and 2 budgets")
+    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']}); "
+          f"`sluice scaling fit {result['mlflow_run_id']}` fits it again")
+    return 0
+
+
+def _scaling_fit(args) -> int:
+    import mlflow
+
+    from flows.scaling_fit import fit_text, scaling_fit_flow
+    from flows.temporary_server import wait_for_prefect
+
+    wait_for_prefect()
+    try:
+        result = scaling_fit_flow(args.run_id, flops=args.flops, metric=args.metric)
+    except (ValueError, mlflow.exceptions.MlflowException) as error:
+        print(f"sluice scaling fit {args.run_id}: {error}", file=sys.stderr)
+        return 2
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2) if args.json else fit_text(result))
+    return 0
+
+
+def _doctor(args) -> int:
+    import mlflow
+
+    from flows.doctor import doctor
+    from tracking.store import tracking_uri
+
+    try:
+        result = doctor(args.run_id, tracking_uri(None))
+    except mlflow.exceptions.MlflowException as error:
+        print(f"sluice doctor {args.run_id}: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(result["findings"], indent=2) if args.json else result["markdown"])
+    return 1 if result["findings"] else 0
 
 
 def _compare(args) -> int:

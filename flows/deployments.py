@@ -35,6 +35,8 @@ def default_parameters(spec: DeploymentSpec) -> dict:
     dask_address = os.environ.get("SLUICE_DASK_ADDRESS")
     if spec.flow == "ablation":
         return {"ablation": _ablation_parameters(raw, spec, dask_address)}
+    if spec.flow == "sweep":
+        return {"sweep": _sweep_parameters(raw, spec, dask_address)}
     recipe = parse_recipe(raw, origin=spec.recipe)
     if dask_address and not recipe.dask.address:
         recipe = recipe.model_copy(update={"dask": recipe.dask.model_copy(update={"address": dask_address})})
@@ -56,14 +58,26 @@ def _ablation_parameters(raw: dict, spec: DeploymentSpec, dask_address: str | No
     return ablation.model_copy(update={"base": base, "origin": str(ROOT)}).model_dump(mode="json")
 
 
+def _sweep_parameters(raw: dict, spec: DeploymentSpec, dask_address: str | None) -> dict:
+    """The sweep with its data recipe inlined; the external Dask cluster unless the recipe names a scheduler."""
+    from configs.sweep import parse_sweep
+
+    sweep = parse_sweep(raw | {"origin": str((ROOT / spec.recipe).parent)}, origin=spec.recipe)
+    recipe = sweep.recipe_mapping()
+    if dask_address and not recipe.get("dask", {}).get("address"):
+        recipe["dask"] = recipe.get("dask", {}) | {"address": dask_address}
+    return sweep.model_copy(update={"recipe": recipe, "origin": str(ROOT)}).model_dump(mode="json")
+
+
 def runner_deployment(spec: DeploymentSpec):
     from prefect.client.schemas.schedules import CronSchedule
 
     from flows.ablation import ablation_flow
     from flows.curation import curation_flow
+    from flows.sweep import sweep_flow
     from flows.training_flow import training_flow
 
-    flow = {"curation": curation_flow, "train": training_flow, "ablation": ablation_flow}[spec.flow]
+    flow = {"curation": curation_flow, "train": training_flow, "ablation": ablation_flow, "sweep": sweep_flow}[spec.flow]
     schedule = {}
     if spec.cron:
         schedule = {"schedule": CronSchedule(cron=spec.cron, timezone=spec.timezone)}

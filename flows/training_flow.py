@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from configs.training import TrainingConfig
+from flows.doctor import doctor
 from flows.processes import kill_process_group
 from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
 from flows.training_nodes import dask_address, set_stop, stop_event_name, train_on_nodes
@@ -81,7 +82,11 @@ def training_flow(config: TrainingConfig) -> dict:
         last |= _final_metrics(config, run_id)
     model_uri = _logged_model(config, run_id)
     logger.info("trained model: %s", model_uri or "not logged (no tokenizer)")
-    return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri, **last}
+    findings = doctor(run_id, tracking_uri(config.mlflow.tracking_uri))["findings"]
+    for finding in findings:
+        logger.warning("doctor: %s: %s; fix: %s", finding["check"], finding["seen"], finding["fix"])
+    return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri,
+            "doctor_findings": [finding["check"] for finding in findings], **last}
 
 
 def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) -> None:

@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_project_deployments_file_is_valid_and_its_recipes_load():
     for spec in load_deployments(ROOT / "configs/deployments.yaml").deployments:
         parameters = default_parameters(spec)
-        assert list(parameters) == {"train": ["config"], "curation": ["recipe"], "ablation": ["ablation"]}[spec.flow]
+        assert list(parameters) == {"train": ["config"], "curation": ["recipe"], "ablation": ["ablation"],
+                                    "sweep": ["sweep"]}[spec.flow]
+        if spec.flow == "sweep":       # the run form holds the data recipe itself
+            assert isinstance(parameters["sweep"]["recipe"], dict)
 
 
 def test_overrides_are_merged_key_by_key_and_checked_by_the_recipe_model(monkeypatch):

@@ -87,6 +87,11 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byt
             run.info.run_id, "val_loss")[-1].value / math.log(2))
         assert "model_config.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
         assert any(key.startswith("system/cpu_utilization") for key in run.data.metrics), sorted(run.data.metrics)
+    # `sluice doctor`: a clean run, and one resumed twice exactly, have nothing to report.
+    from flows.doctor import doctor
+
+    assert {name: doctor(run.info.run_id, publish=False)["findings"] for name, run in runs.items()} == \
+        {"straight": [], "interrupted": []}
 
 
 def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
@@ -133,6 +138,17 @@ def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(b
     steps = [r["step"] for r in records if "loss" in r and "event" not in r]
     assert steps == list(range(1, 12)) + list(range(9, 17))   # steps 9..11 redone on the batches after the bad ones
     assert all(r["loss"] < 6.0 for r in records if "loss" in r and "event" not in r and r["step"] > 4)
+    # `sluice doctor` reports the spikes and the rollback, and nothing else, in MLflow.
+    import mlflow
+
+    from flows.doctor import doctor
+
+    client = mlflow.MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("train-test").experiment_id],
+                                filter_string="tags.`sluice.data` = 'spiky'")
+    (finding,) = doctor(run.info.run_id)["findings"]
+    assert finding["check"] == "loss_spikes" and "(to steps 8)" in finding["seen"]
+    assert "## loss_spikes" in (Path(client.download_artifacts(run.info.run_id, "doctor.md"))).read_text()
 
 
 def test_noise_scale_estimators_recover_a_known_gradient_and_noise():

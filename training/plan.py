@@ -13,6 +13,9 @@ Formulas, and where they come from:
 - Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
+- With inference tokens T: the N and D that reach the run's loss under a scaling law L(N, D) with the fewest
+  training plus inference FLOPs (training.sizing, Sardana et al. 2024), beside the Chinchilla-optimal pair. The
+  law is a fitted one (`sluice scaling fit` writes it) or Chinchilla's own (approach 3) by default.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from dataclasses import replace
 
 from configs.training import TrainingConfig
 from training.model import PRESETS, ModelConfig, parameter_count
+from training.scaling_law import CHINCHILLA, ScalingLaw
+from training.sizing import size_for_lifetime
 
 # Dense peak FLOP/s per device and dtype (vendor data sheets); CPU has no entry: tokens/s only.
 PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", "bf16"): 312e12,
@@ -58,7 +63,8 @@ def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpoin
     return model.n_layers * per_layer + logits
 
 
-def plan(config: TrainingConfig) -> dict:
+def plan(config: TrainingConfig, inference_tokens: float | None = None, law: ScalingLaw = CHINCHILLA,
+         target_loss: float | None = None) -> dict:
     model = model_config(config)
     hardware = config.hardware
     n_params = parameter_count(model)
@@ -99,7 +105,18 @@ def plan(config: TrainingConfig) -> dict:
         "chinchilla_optimal_parameters": round(chinchilla_params), "chinchilla_optimal_tokens": round(20 * chinchilla_params),
         "peak_flops_per_device": peak,
         "expected_wall_hours": round(total_flops / (peak * ranks * hardware.assumed_mfu) / 3600, 3) if peak else None,
-    }
+    } | ({"lifetime": lifetime(n_params, tokens, inference_tokens, law, target_loss)}
+         if inference_tokens is not None else {})
+
+
+def lifetime(n_params: int, tokens: int, inference_tokens: float, law: ScalingLaw, target_loss: float | None) -> dict:
+    """The configured run's training plus inference FLOPs beside the inference-aware and Chinchilla-optimal
+    sizes for the same loss (the law's loss at this run's N and D unless a target is given)."""
+    loss = target_loss if target_loss is not None else float(law.loss(n_params, tokens))
+    configured = {"n_params": n_params, "tokens": tokens, "training_flops": 6 * n_params * tokens,
+                  "inference_flops": 2 * n_params * inference_tokens}
+    configured["total_flops"] = configured["training_flops"] + configured["inference_flops"]
+    return size_for_lifetime(law, loss, inference_tokens) | {"configured": configured, "law": law.to_dict()}
 
 
 def check_fits(result: dict) -> None:
@@ -132,4 +149,22 @@ def plan_text(result: dict) -> str:
               f"{result['checkpoint_write_seconds']} s",
               f"expected wall time: {result['expected_wall_hours']} h at the assumed MFU" if result["expected_wall_hours"]
               is not None else "expected wall time: no FLOP/s peak for CPU; the trainer reports tokens/s"]
+    if "lifetime" in result:
+        lines += _lifetime_lines(result["lifetime"])
     return "\n".join(lines)
+
+
+def _lifetime_lines(sizes: dict) -> list[str]:
+    law = sizes["law"]
+    lines = [f"lifetime cost at loss {sizes['loss']:.4f} with {sizes['inference_tokens']:.3g} inference tokens "
+             f"(law E {law['E']:.4g}, A {law['A']:.4g}, B {law['B']:.4g}, alpha {law['alpha']:.3f}, "
+             f"beta {law['beta']:.3f}):"]
+    for name in ("configured", "chinchilla_optimal", "inference_aware"):
+        size = sizes[name]
+        lines.append(f"  {name.replace('_', ' '):19} {size['n_params'] / 1e6:10.2f}M parameters, "
+                     f"{size['tokens']:.3e} tokens ({size['tokens'] / size['n_params']:.0f} per parameter); "
+                     f"FLOPs {size['training_flops']:.3e} training + {size['inference_flops']:.3e} inference = "
+                     f"{size['total_flops']:.3e}")
+    lines.append(f"  inference-aware sizing saves {sizes['saving']:.2%} of the Chinchilla-optimal model's "
+                 f"lifetime FLOPs")
+    return lines

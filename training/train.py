@@ -28,6 +28,7 @@ from training.checkpointer import Checkpointer, UpdateCounter
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
 from training.model import Transformer
+from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.faults import BadBatches
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, learning_rate
@@ -56,7 +57,8 @@ def train(config: TrainingConfig, stop_after: int | None = None) -> None:
     peak = PEAK_FLOPS.get((config.hardware.device, config.hardware.dtype)) if env.device.type == "cuda" else None
     tracker = RunLogger(config, enabled=env.is_main)
     tracker.params(flatten("", config.model_dump(mode="json")) | {"plan.parameters": str(figures["parameters"]),
-                                                                 "plan.tokens_per_update": str(figures["tokens_per_update"])})
+                                                                 "plan.tokens_per_update": str(figures["tokens_per_update"]),
+                                                                 "plan.steps": str(total_steps)})
     try:
         _train_loop(config, env, model_spec, total_steps, figures["flops_per_token"], peak, tracker, stop_after)
     except BaseException:
@@ -86,6 +88,7 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     if resumed := checkpointer.restore():
         counter.step = resumed[1]
         _log(env, {"event": "resumed", "checkpoint": resumed[0], "step": counter.step})
+        tracker.metrics(counter.step, {RESUME_METRIC: counter.step})       # for `sluice doctor`
     tokens_per_update = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
 
     while counter.step < total_steps:
@@ -104,12 +107,13 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
             optimizer.zero_grad(set_to_none=True)
             _log(env, {"event": "spike_skipped", "attempt": counter.attempt, "step": counter.step,
                        "loss": round(loss_value, 6)})
-            tracker.metrics(counter.step, {"spike_loss": loss_value})
+            tracker.metrics(counter.step, {SPIKE_METRIC: loss_value})
             if wants_rollback and (restored := checkpointer.rollback()):
                 checkpoint, counter.step = restored       # the data goes on: the batches since are skipped
                 spikes.rolled_back()
                 _log(env, {"event": "rollback", "attempt": counter.attempt, "checkpoint": checkpoint,
                            "step": counter.step})
+                tracker.metrics(counter.step, {ROLLBACK_METRIC: counter.step})
             continue
         b_noise = noise.after_update(grad_norm) if noise else None
         optimizer.step()

@@ -1,0 +1,108 @@
+"""A scaling ladder for real: the demo recipe's data on the small corpus, 3 model sizes x 2 token budgets trained
+under torchrun, nested under one MLflow run, then L(N, D) fitted to the final validation losses."""
+from __future__ import annotations
+
+import json
+
+import mlflow
+import pytest
+import yaml
+
+from configs.schema import RecipeError
+from configs.sweep import parse_sweep
+
+pytestmark = pytest.mark.slow
+
+MODELS = [{"d_model": 16, "n_layers": 1, "n_heads": 2}, {"d_model": 32, "n_layers": 1, "n_heads": 2},
+          {"d_model": 48, "n_layers": 2, "n_heads": 2}]
+TOKENS = [1024, 2048]           # 2 and 4 updates of 4 x 64 tokens on 2 ranks
+
+
+@pytest.fixture(scope="module")
+def sweep_raw(small_corpus, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("sweep")
+    recipe = yaml.safe_load(open("configs/demo.yaml"))
+    recipe |= {"store": str(out / "store"), "quality": {"enabled": False}, "dedup": {"enabled": False},
+               "tokenizer": recipe["tokenizer"] | {"vocab_size": 600},
+               "input": {"paths": [str(small_corpus / "warc")], "source": "cc-sluice-small"}}
+    raw = yaml.safe_load(open("configs/ladder.yaml"))
+    return raw | {"name": "sweep-test", "recipe": recipe, "models": MODELS, "tokens": TOKENS, "origin": ".",
+                  "mlflow": {"experiment": "sweep-test"}}
+
+
+@pytest.fixture(scope="module")
+def sweep_runs(sweep_raw):
+    from flows.sweep import sweep_flow
+
+    sweep = parse_sweep(sweep_raw)
+    first = sweep_flow(sweep)
+    second = sweep_flow(sweep)        # everything recorded: trains nothing, fits again
+    return first, second
+
+
+def test_every_point_is_a_nested_run_with_its_n_d_and_final_loss(sweep_runs):
+    first, _ = sweep_runs
+    runs = first["runs"]
+    assert [(run["n_params"], run["tokens"]) for run in runs] == sorted(
+        (n, d) for n in {run["n_params"] for run in runs} for d in TOKENS)
+    assert len({run["n_params"] for run in runs}) == 3
+    client = mlflow.MlflowClient()
+    for run in runs:
+        found = client.get_run(run["mlflow_run_id"])
+        assert found.data.tags["mlflow.parentRunId"] == first["mlflow_run_id"]
+        assert int(found.data.tags["sluice.n_params"]) == run["n_params"]
+        assert int(found.data.tags["sluice.tokens"]) == run["tokens"]
+        assert found.data.metrics["val_loss"] == pytest.approx(run["val_loss"])
+        history = client.get_metric_history(run["mlflow_run_id"], "loss")
+        assert max(metric.step for metric in history) == run["tokens"] // 512
+
+
+def test_the_fit_is_logged_with_intervals_hold_out_and_chart(sweep_runs):
+    first, _ = sweep_runs
+    fit = first["fit"]
+    assert {point["run_id"] for point in fit["points"]} == {run["mlflow_run_id"] for run in first["runs"]}
+    for name, value in fit["law"].items():
+        low, high = fit["intervals"][name]
+        assert low <= value <= high or low == pytest.approx(high), name
+    assert fit["holdout"]["held_out_n_params"] == max(run["n_params"] for run in first["runs"])
+    assert len(fit["holdout"]["points"]) == len(TOKENS)
+    best = fit["compute_optimal"]
+    assert 6 * best["n_params"] * best["tokens"] == pytest.approx(best["flops"])
+    client = mlflow.MlflowClient()
+    logged = {item.path for item in client.list_artifacts(first["mlflow_run_id"], "scaling")}
+    assert logged == {"scaling/law.json", "scaling/fit.md", "scaling/scaling_law.png"}
+    with open(client.download_artifacts(first["mlflow_run_id"], "scaling/law.json")) as handle:
+        assert json.load(handle)["law"] == pytest.approx(fit["law"])
+
+
+def test_a_rerun_trains_nothing_and_continues_the_same_parent_run(sweep_runs):
+    first, second = sweep_runs
+    assert second["mlflow_run_id"] == first["mlflow_run_id"]
+    assert second["runs"] == first["runs"]
+    children = mlflow.MlflowClient().search_runs(
+        [mlflow.get_experiment_by_name("sweep-test").experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{first['mlflow_run_id']}'")
+    assert len(children) == len(MODELS) * len(TOKENS)
+
+
+def test_a_fitted_law_sizes_a_run_in_sluice_plan(sweep_runs, tmp_path, capsys):
+    from flows.cli import main
+
+    first, _ = sweep_runs
+    law = tmp_path / "law.json"
+    law.write_text(json.dumps(first["fit"]))
+    assert main(["plan", "configs/train_seed003.yaml", "--law", str(law), "--inference-tokens", "1e12",
+                 "--json"]) == 0
+    lifetime = json.loads(capsys.readouterr().out)["lifetime"]
+    assert lifetime["law"] == pytest.approx(first["fit"]["law"])
+    assert lifetime["inference_aware"]["total_flops"] <= lifetime["chinchilla_optimal"]["total_flops"]
+
+
+def test_sweep_files_are_checked_before_any_work(sweep_raw):
+    for change, message in [({"models": MODELS + [MODELS[0]]}, "two entries are the same model"),
+                            ({"models": [{"d_modle": 8}]}, r"models\[0\]:\n  d_modle: Extra inputs"),
+                            ({"tokens": [1024, 1024]}, "positive and distinct"),
+                            ({"train": sweep_raw["train"] | {"tokens": 5}}, "each run's length"),
+                            ({"recipe": sweep_raw["recipe"] | {"dedup": {"bogus": 1}}}, "recipe: invalid recipe")]:
+        with pytest.raises(RecipeError, match=message):
+            parse_sweep(sweep_raw | change)
