@@ -4,7 +4,6 @@ draw). Stages the variants have in common are the same store entries, so they ru
 them, the quality models and scores for the variants that filter on quality."""
 from __future__ import annotations
 
-import math
 import os
 
 import mlflow
@@ -23,7 +22,7 @@ from storage.fs import file_fingerprint, local_path
 from storage.manifest import ShardEntry, sha256_file
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.suite import NGRAMS_FILE
-from tasks.mixture.placement import shards_at_most
+from tasks.mixture.placement import covering_budget
 from tasks.stats import StageStats
 from tasks.tokenize.train import MODEL_FILE
 
@@ -41,10 +40,8 @@ def mixture_recipe(recipe: Recipe, ablation: AblationConfig, seed: int, ranks: i
     cross a shard, and are dealt evenly to the ranks) cover the ablation's tokens without wrapping around; every
     source may repeat up to the ablation's `max_epochs`."""
     mixture = recipe.mixture
-    shards = shards_at_most(2 * ablation.tokens, mixture.shard_tokens)     # the budget is well under 2x the tokens
-    budget = math.ceil(ablation.tokens * 1.01) + (ranks + shards) * (seq_len + 1)
     return recipe.model_copy(update={"mixture": mixture.model_copy(update={
-        "token_budget": budget,
+        "token_budget": covering_budget(ablation.tokens, mixture.shard_tokens, ranks, seq_len),
         "seed": seed if "mixture_draw" in ablation.seed_controls else mixture.seed,
         "sources": [source.model_copy(update={"max_epochs": ablation.max_epochs}) for source in mixture.sources]})})
 

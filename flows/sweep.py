@@ -22,8 +22,9 @@ from configs.training import TrainingConfig
 from flows.curation import curation_flow
 from flows.scaling_fit import can_fit, scaling_fit_flow
 from flows.training_flow import training_flow
-from flows.training_inputs import covering_budget, mixture_dataset, train_on_mixture
+from flows.training_inputs import mixture_dataset, train_on_mixture
 from storage.fs import local_path
+from tasks.mixture.placement import covering_budget
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
 from tracking.store import run_page_url, use_experiment

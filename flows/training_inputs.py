@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 
 from configs.schema import Recipe
 from configs.training import TrainingConfig
 from storage.stage_result import StageResult, stage_file, stage_shard_urls
-from tasks.mixture.placement import shards_at_most
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT, split_bases
 from tasks.tokenize.train import MODEL_FILE
 from tracking.datasets import RunDataset
@@ -51,9 +49,3 @@ def train_on_mixture(spec: TrainingConfig, name: str, store: str, experiment: st
                      "sluice.tokenizer_digest": tokenizer["digest"]}}),
     })
 
-
-def covering_budget(tokens: int, shard_tokens: int, ranks: int, seq_len: int) -> int:
-    """A mixture budget whose shards cover `tokens` of training without wrapping around: the trainer's windows
-    never cross a shard and are dealt evenly to the ranks, so each shard and rank may leave up to a window unused."""
-    shards = shards_at_most(2 * tokens, shard_tokens)        # the budget is well under 2x the tokens
-    return math.ceil(tokens * 1.01) + (ranks + shards) * (seq_len + 1)

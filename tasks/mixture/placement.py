@@ -132,3 +132,10 @@ def _closed(writer: TokenShardWriter) -> dict:
     shard = TokenShard(writer.path)
     return {"path": str(writer.path), "bytes": bin_path.stat().st_size + idx_path.stat().st_size,
             "sha256": token_shard_sha256(writer.path), "documents": len(shard), "tokens": shard.num_tokens}
+
+
+def covering_budget(tokens: int, shard_tokens: int, ranks: int, seq_len: int) -> int:
+    """A mixture budget whose shards cover `tokens` of training without wrapping around: the trainer's windows
+    never cross a shard and are dealt evenly to the ranks, so each shard and rank may leave up to a window unused."""
+    shards = shards_at_most(2 * tokens, shard_tokens)        # the budget is well under 2x the tokens
+    return math.ceil(tokens * 1.01) + (ranks + shards) * (seq_len + 1)
