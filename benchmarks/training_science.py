@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "ladder_models": sweep.models,
         "ladder_wall_seconds": round(wall, 1),
         "fit": fit and {"law": fit["law"], "intervals": fit["intervals"], "holdout": fit["holdout"],
-                        "compute_optimal": fit["compute_optimal"]},
+                        "compute_optimal": fit["compute_optimal"], "warnings": fit["warnings"]},
         "fit_holdout_rel_error": holdout,
         "synthetic_recovery": recovery,
         "synthetic_recovery_max_rel_error": recovery["max_rel_error"],

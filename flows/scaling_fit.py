@@ -22,6 +22,8 @@ from training.scaling_law import bootstrap_intervals, fit_law, holdout_error
 
 MIN_POINTS = 5            # the law has five parameters
 BUDGET_OVER_LARGEST_RUN = 10     # default compute budget for N*(C), D*(C): ten times the ladder's largest run
+IDENTIFIED_E_SHARE = 0.1         # an E under a tenth of every measured loss is not pinned down by them
+IDENTIFIED_SPREAD = 10.0         # nor an exponent whose interval spans more than this factor
 
 
 def can_fit(runs: list[dict]) -> bool:
@@ -68,11 +70,29 @@ def scaling_fit_flow(parent_run_id: str, tracking: str | None = None, flops: flo
               "intervals": bootstrap_intervals(law, n_params, tokens, losses, resamples),
               "holdout": holdout_error(n_params, tokens, losses) if len(set(n_params)) >= 3 else None,
               "compute_optimal": law.compute_optimal(budget)}
+    result["warnings"] = fit_warnings(result)
     logger.info("L(N, D) = %.4g + %.4g / N^%.3f + %.4g / D^%.3f over %d points; hold-out error %s", law.E, law.A,
                 law.alpha, law.B, law.beta, len(points),
                 f"{result['holdout']['max_rel_error']:.2%}" if result["holdout"] else "n/a (fewer than 3 sizes)")
     _publish(result, uri)
     return result
+
+
+def fit_warnings(result: dict) -> list[str]:
+    """What the points do not pin down: an irreducible loss far under every measured loss (the ladder is still on
+    the steep part of its curves), or an exponent whose 95% interval spans more than a factor of 10."""
+    law, intervals = result["law"], result["intervals"]
+    lowest = min(point["loss"] for point in result["points"])
+    warnings = []
+    if law["E"] < IDENTIFIED_E_SHARE * lowest:
+        warnings.append(f"E went to {law['E']:.3g}, far under the lowest loss measured ({lowest:.3f}): the ladder's "
+                        f"losses are all far above the irreducible loss, so E is not identified, and N*(C) and D*(C) "
+                        f"extrapolate nothing; train the ladder longer")
+    for name in ("alpha", "beta"):
+        low, high = intervals[name]
+        if low <= 0 or high / low > IDENTIFIED_SPREAD:
+            warnings.append(f"{name}'s 95% interval is {low:.3g} to {high:.3g}: not identified by these points")
+    return warnings
 
 
 def fit_text(result: dict) -> str:
@@ -86,6 +106,7 @@ def fit_text(result: dict) -> str:
     if held:
         lines += ["", f"Hold-out: fitted without the largest model ({held['held_out_n_params'] / 1e6:.2f}M parameters),"
                       f" its losses are predicted within {held['max_rel_error']:.2%} (largest relative error)."]
+    lines += [""] + [f"**Warning:** {warning}." for warning in result["warnings"]]
     best = result["compute_optimal"]
     lines += ["", f"Compute-optimal at {best['flops']:.3g} FLOPs (C = 6ND): N* = {best['n_params'] / 1e6:.3g}M "
                   f"parameters, D* = {best['tokens']:.3g} tokens ({best['tokens_per_parameter']:.1f} tokens per "
