@@ -22,6 +22,11 @@ class ModelSpec(StrictModel):
     n_layers: int | None = Field(None, ge=1)
     d_model: int | None = Field(None, ge=8)
     n_heads: int | None = Field(None, ge=1)
+    parametrization: Literal["sp", "mup"] = Field("sp", description=(
+        "sp: standard (GPT-2's init, one learning rate); mup: maximal update parametrization (Yang et al. 2022), "
+        "under which a learning rate tuned at `base_width` transfers to other widths (training/model.py)"))
+    base_width: int | None = Field(None, ge=8, description=(
+        "mup: the d_model the learning rate was tuned at, where mup and sp are the same model (default: d_model)"))
 
 
 class HardwareSpec(StrictModel):

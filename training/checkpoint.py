@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import fields
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from training.model import ModelConfig
 
 COMPLETE = "complete"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
@@ -82,6 +85,8 @@ def _check_same_model(folder: str, model_config: dict) -> None:
             saved = json.load(handle).get("model")
     except (OSError, ValueError) as error:
         raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker cannot be read ({error})") from error
+    if saved is not None:               # fields added since it was saved take their defaults
+        saved = {field.name: field.default for field in fields(ModelConfig)} | saved
     if saved != model_config:
         differing = sorted(key for key in model_config if (saved or {}).get(key) != model_config[key])
         raise CheckpointError(f"checkpoint {folder} is of another model (differs in {', '.join(differing)}: "

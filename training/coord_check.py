@@ -53,3 +53,21 @@ def width_slopes(sizes: dict[int, dict[str, float]]) -> dict[str, float]:
     widths = sorted(sizes)
     return {layer: float(np.polyfit(np.log(widths), np.log([sizes[width][layer] for width in widths]), 1)[0])
             for layer in sizes[widths[0]]}
+
+
+def coord_check_png(sizes: dict[str, dict[int, dict[str, float]]], path: str) -> str:
+    """One panel per parametrization: each layer's mean |coordinate| against width, log-log."""
+    from tasks.charts import default_style, new_figure, save_png
+
+    with default_style():
+        fig = new_figure((5 * len(sizes), 4))
+        for axes, (name, by_width) in zip(fig.subplots(1, len(sizes), sharey=True), sizes.items()):
+            widths = sorted(by_width)
+            for layer in by_width[widths[0]]:
+                axes.plot(widths, [by_width[width][layer] for width in widths], "o-", label=layer)
+            axes.set(xscale="log", yscale="log", xlabel="width (d_model)", title=f"{name}: coordinate check")
+            axes.set_xticks(widths, [str(width) for width in widths])
+            axes.minorticks_off()
+        fig.axes[0].set_ylabel("mean |coordinate| after a few Adam steps")
+        fig.axes[0].legend(fontsize=8)
+        return save_png(fig, path)

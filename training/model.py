@@ -3,6 +3,14 @@
 Pre-norm blocks: RMSNorm -> causal self-attention (rotary position embeddings, RMSNorm on queries and keys)
 -> residual; RMSNorm -> SwiGLU MLP -> residual. Token embeddings are tied to the output projection. No biases.
 Sizes come from `ModelConfig`: a tiny one for tests and the 124M / 350M / 1B presets.
+
+Parametrization: standard (`sp`, GPT-2's) or μP (`mup`, Yang et al. 2022, "Tensor Programs V", table 3 for Adam),
+relative to a base width at which the two are the same model. With m = d_model / base_width, μP scales the
+hidden matrices' initial standard deviation by 1/sqrt(m) (their fan-in grows with width) and their Adam learning
+rate by 1/m (training/optim.py), multiplies the logits by 1/m (the tied readout's output multiplier, as the mup
+package's MuSharedReadout), and scales attention logits by 1/head_dim instead of 1/sqrt(head_dim) (as
+sqrt(base_head_dim) / head_dim, equal at the base width). Embeddings and norm gains keep their initialisation and
+learning rate. So a learning rate tuned at the base width stays right at other widths.
 """
 from __future__ import annotations
 
@@ -24,10 +32,25 @@ class ModelConfig:
     ffn_multiple: int = 256      # the SwiGLU hidden size is 8/3 d_model rounded up to this multiple
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
+    parametrization: str = "sp"      # "sp" or "mup"
+    base_width: int | None = None    # mup: the d_model where it equals sp (default: d_model)
 
     def __post_init__(self):
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
             raise ValueError(f"d_model {self.d_model} must split into {self.n_heads} heads of even size")
+        if self.parametrization not in ("sp", "mup"):
+            raise ValueError(f"parametrization must be sp or mup, got {self.parametrization!r}")
+
+    @property
+    def width_multiplier(self) -> float:
+        """m = d_model / base_width under μP; 1 under standard parametrization."""
+        return self.d_model / (self.base_width or self.d_model) if self.parametrization == "mup" else 1.0
+
+    @property
+    def attention_scale(self) -> float:
+        """1/sqrt(head_dim) (sp); sqrt(base_head_dim) / head_dim (mup), the same at the base width."""
+        base_head_dim = self.head_dim / self.width_multiplier
+        return math.sqrt(base_head_dim) / self.head_dim
 
     @property
     def head_dim(self) -> int:
@@ -80,7 +103,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.n_heads, self.head_dim, self.scale = config.n_heads, config.head_dim, config.attention_scale
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
         self.out = nn.Linear(config.d_model, config.d_model, bias=False)
         self.q_norm = RMSNorm(config.head_dim, config.norm_eps)   # QK-norm keeps attention logits bounded
@@ -91,7 +114,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).view(batch, time, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q = apply_rotary(self.q_norm(q), cos, sin)
         k = apply_rotary(self.k_norm(k), cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
         return self.out(y.transpose(1, 2).reshape(batch, time, width))
 
 
@@ -133,14 +156,18 @@ class Transformer(nn.Module):
 
     def reset_parameters(self) -> None:
         """GPT-2's initialization: normal(0, 0.02), output projections of residual branches scaled by
-        1/sqrt(2 * layers) so the residual stream's variance does not grow with depth."""
+        1/sqrt(2 * layers) so the residual stream's variance does not grow with depth; under μP the hidden
+        matrices' by 1/sqrt(width multiplier) too."""
+        hidden_scale = 1 / math.sqrt(self.config.width_multiplier)
         for name, parameter in self.named_parameters():
             if name.endswith("norm.weight"):
                 nn.init.ones_(parameter)
+            elif name == "embedding.weight":
+                nn.init.normal_(parameter, mean=0.0, std=0.02)
             else:
                 std = 0.02 / math.sqrt(2 * self.config.n_layers) if name.endswith(("out.weight", "down.weight")) \
                     else 0.02
-                nn.init.normal_(parameter, mean=0.0, std=std)
+                nn.init.normal_(parameter, mean=0.0, std=std * hidden_scale)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits (batch, time, vocab) for tokens (batch, time); time <= seq_len."""
@@ -149,7 +176,8 @@ class Transformer(nn.Module):
         x = self.embedding(tokens)
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)
-        return F.linear(self.final_norm(x), self.embedding.weight)    # tied output projection
+        logits = F.linear(self.final_norm(x), self.embedding.weight)    # tied output projection
+        return logits / self.config.width_multiplier if self.config.parametrization == "mup" else logits
 
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, new_tokens: int, temperature: float = 1.0,

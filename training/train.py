@@ -31,7 +31,7 @@ from training.model import Transformer
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.faults import BadBatches
 from training.noise_scale import NoiseProbe
-from training.optim import build_optimizer, learning_rate
+from training.optim import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import all_reduce_mean, full_norm, init_distributed, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
@@ -94,8 +94,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     while counter.step < total_steps:
         started = time.perf_counter()
         counter.attempt += 1
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(counter.step, total_steps, config.optimizer)
+        rate = learning_rate(counter.step, total_steps, config.optimizer)
+        set_learning_rate(optimizer, rate)
         loss_value, grad_norm = _forward_backward(config, env, model, data, noise)
         if not math.isfinite(loss_value):
             raise NonFiniteLoss(f"loss is {loss_value} at step {counter.step + 1} (update attempt {counter.attempt}); "
@@ -120,7 +120,7 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         optimizer.zero_grad(set_to_none=True)
         counter.step += 1
         seconds = time.perf_counter() - started
-        record = {"loss": round(loss_value, 6), "lr": optimizer.param_groups[0]["lr"], "grad_norm": round(grad_norm, 6),
+        record = {"loss": round(loss_value, 6), "lr": rate, "grad_norm": round(grad_norm, 6),
                   "b_noise": round(b_noise, 3) if b_noise else None,
                   "tokens_per_s": round(tokens_per_update / seconds, 1),
                   "mfu": round(flops_per_token * tokens_per_update / seconds / (peak * env.world_size), 4) if peak
