@@ -52,11 +52,13 @@ def field_rows(model: type[BaseModel], prefix: str = "") -> list[str]:
 def reference_markdown() -> str:
     from configs.ablation import AblationConfig
     from configs.schema import Recipe
+    from configs.sweep import SweepConfig
     from configs.training import TrainingConfig
 
     sections = [("Recipe (`sluice run`, `configs/demo.yaml`)", Recipe),
                 ("Training config (`sluice train`, a recipe's `train:`)", TrainingConfig),
-                ("Ablation (`sluice ablate`, `configs/ablation.yaml`)", AblationConfig)]
+                ("Ablation (`sluice ablate`, `configs/ablation.yaml`)", AblationConfig),
+                ("Sweep (`sluice sweep`, `configs/ladder.yaml`)", SweepConfig)]
     parts = [HEADER]
     for title, model in sections:
         parts += [f"## {title}", "", "| field | type | default | description |", "|---|---|---|---|",

@@ -95,6 +95,14 @@ class SpikeSpec(StrictModel):
         "drills and tests: these update attempts (counted from 1, never reset) get random targets"))
 
 
+class DrillSpec(StrictModel):
+    """Faults on purpose, for drills and the tests of `sluice doctor`; never for a real run."""
+    label_shift: bool = Field(False, description="train on targets = inputs: the off-by-one label bug")
+    slow_rank: int | None = Field(None, ge=0, description="this rank stalls before each update in `slow_steps`")
+    slow_seconds: float = Field(0.0, ge=0, description="how long the slow rank stalls")
+    slow_steps: list[int] = Field(default_factory=list, description="the updates (counted from 1) it stalls before")
+
+
 class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
@@ -119,6 +127,7 @@ class TrainingConfig(StrictModel):
     checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
     spikes: SpikeSpec = Field(default_factory=SpikeSpec)
+    drills: DrillSpec = Field(default_factory=DrillSpec)
     mlflow: TrainMlflowSpec = Field(default_factory=TrainMlflowSpec)
     log_every: int = Field(10, ge=1, description="steps between MLflow metric batches")
     timeout_s: float | None = Field(None, gt=0, description="the launcher kills every rank after this long")

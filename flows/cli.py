@@ -311,7 +311,7 @@ def _doctor(args) -> int:
         print(f"sluice doctor {args.run_id}: {error}", file=sys.stderr)
         return 2
     print(json.dumps(result["findings"], indent=2) if args.json else result["markdown"])
-    return 1 if result["findings"] else 0
+    return 1 if any(finding["severe"] for finding in result["findings"]) else 0
 
 
 def _compare(args) -> int:

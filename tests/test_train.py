@@ -212,3 +212,27 @@ def test_a_sequence_longer_than_the_model_is_an_error():
     assert model(torch.zeros(1, 64, dtype=torch.long)).shape == (1, 64, 512)
     with pytest.raises(ValueError, match="sequence of 65 tokens exceeds seq_len 64"):
         model(torch.zeros(1, 65, dtype=torch.long))
+
+
+def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_shards, tmp_path):
+    """Drills run for real under torchrun: targets = inputs (the off-by-one label bug), and rank 1 stalled before
+    7 updates in a row. `sluice doctor` names each, and nothing else but what the label bug also causes: the
+    validation loss (on true next tokens) rising while the copied targets' loss falls."""
+    import mlflow
+
+    from flows.doctor import doctor
+
+    shifted = _edit(_config(tmp_path, byte_shards, "shifted"), steps=40, optimizer__lr=1e-2,
+                    drills={"label_shift": True})
+    throttled = _edit(_config(tmp_path, byte_shards, "throttled"), steps=24,
+                      drills={"slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
+    for config in (shifted, throttled):
+        _torchrun(config)
+    client = mlflow.MlflowClient()
+    experiment = client.get_experiment_by_name("train-test").experiment_id
+    found = {}
+    for name in ("shifted", "throttled"):
+        (run,) = client.search_runs([experiment], filter_string=f"tags.`sluice.data` = '{name}'")
+        found[name] = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
+    assert found == {"shifted": [("loss_too_low", True), ("validation_rising", False)],
+                     "throttled": [("throughput_drop", False)]}

@@ -29,6 +29,12 @@ from training.optim import learning_rate
 SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC = "spike_loss", "rollback_to", "resumed_at"
 
 
+# A severe finding means the run's numbers cannot be trusted (a bug, leakage, a broken resume or schedule); the
+# others say it could be faster or steadier. `sluice doctor` exits non-zero on a severe one.
+SEVERE = frozenset({"resume_discontinuity", "initial_loss", "loss_too_low", "validation_below_training",
+                    "lr_schedule"})
+
+
 @dataclass(frozen=True)
 class Finding:
     check: str
@@ -36,8 +42,12 @@ class Finding:
     fix: str
     evidence: dict = field(default_factory=dict)
 
+    @property
+    def severe(self) -> bool:
+        return self.check in SEVERE
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {"severe": self.severe}
 
 
 @dataclass
@@ -288,5 +298,6 @@ def report_text(findings: list[Finding], run_id: str) -> str:
         return f"# Doctor: run {run_id}\n\nNo findings: none of the {len(CHECKS)} checks saw a problem."
     lines = [f"# Doctor: run {run_id}", "", f"{len(findings)} finding(s) from {len(CHECKS)} checks.", ""]
     for finding in findings:
-        lines += [f"## {finding.check}", "", f"- seen: {finding.seen}", f"- fix: {finding.fix}", ""]
+        lines += [f"## {finding.check}" + (" (severe)" if finding.severe else ""), "", f"- seen: {finding.seen}",
+                  f"- fix: {finding.fix}", ""]
     return "\n".join(lines)

@@ -29,7 +29,7 @@ from training.evaluate import bits_per_byte, sample_continuations, validation_lo
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
 from training.model import Transformer
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
-from training.faults import BadBatches
+from training.faults import BadBatches, LabelShift
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import all_reduce_mean, full_norm, init_distributed, shard_model
@@ -95,6 +95,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         started = time.perf_counter()
         counter.attempt += 1
         rate = learning_rate(counter.step, total_steps, config.optimizer)
+        if env.rank == config.drills.slow_rank and counter.step + 1 in config.drills.slow_steps:
+            time.sleep(config.drills.slow_seconds)          # a drill: a throttled rank holds every rank back
         set_learning_rate(optimizer, rate)
         loss_value, grad_norm = _forward_backward(config, env, model, data, noise)
         if not math.isfinite(loss_value):
@@ -157,6 +159,8 @@ def _training_data(config: TrainingConfig, env, model_spec, counter: UpdateCount
                          f"sequences of {model_spec.seq_len} tokens, fewer than one update needs "
                          f"({config.micro_batch_size} x {config.grad_accumulation} accumulation): more data, a "
                          f"smaller batch or a shorter seq_len")
+    if config.drills.label_shift:
+        data = LabelShift(data)
     if config.spikes.inject_bad_batches:
         return BadBatches(data, config.spikes.inject_bad_batches, model_spec.vocab_size, counter)
     return data
