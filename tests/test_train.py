@@ -236,3 +236,19 @@ def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_s
         found[name] = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
     assert found == {"shifted": [("loss_too_low", True), ("validation_rising", False)],
                      "throttled": [("throughput_drop", False)]}
+
+
+def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of_plain_fp32(byte_shards, tmp_path):
+    """Every trainer option runs somewhere: recomputing activations changes no loss; bf16 mixed precision (FSDP2's
+    MixedPrecisionPolicy on CPU ranks) stays within bf16's precision of fp32; torch.compile (inductor's CPU
+    backend) within float tolerance."""
+    def losses(name: str, **changes) -> list[float]:
+        config = _edit(_config(tmp_path, byte_shards, name), steps=4, model__n_layers=1, **changes)
+        return [record["loss"] for record in _torchrun(config) if "loss" in record and "event" not in record]
+
+    plain = losses("plain")
+    assert len(plain) == 4
+    assert losses("recomputed", hardware__activation_checkpointing=True) == pytest.approx(plain, abs=1e-5)
+    bf16 = losses("bf16", hardware__dtype="bf16")
+    assert bf16 == pytest.approx(plain, rel=2e-2) and bf16 != plain        # close, and really computed in bf16
+    assert losses("compiled", hardware__compile=True) == pytest.approx(plain, abs=1e-3)

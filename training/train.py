@@ -74,7 +74,7 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     counter = UpdateCounter()
     data = _training_data(config, env, model_spec, counter)
     model = shard_model(Transformer(model_spec).to(env.device), env.device,
-                        bf16=config.hardware.dtype == "bf16" and env.device.type == "cuda",
+                        bf16=config.hardware.dtype == "bf16",        # on CPU too: FSDP2's policy casts there as well
                         activation_checkpointing=config.hardware.activation_checkpointing,
                         compile_blocks=config.hardware.compile)
     optimizer = build_optimizer(model, config.optimizer)
