@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 
 import mlflow
 import yaml
@@ -28,7 +29,7 @@ from tasks.mixture.placement import covering_budget
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
 from tracking.store import run_page_url, use_experiment
-from training.plan import plan
+from training.plan import model_config, plan
 
 RUN_KIND = "sweep-run"
 RESULT_FILE = "sweep_result.json"          # beside a finished point's checkpoints
@@ -53,6 +54,8 @@ def sweep_flow(sweep: SweepConfig) -> dict:
                 len(sweep.models), len(sweep.tokens), len(sweep.learning_rates) or 1, parent_id)
     with mlflow.start_run(run_id=parent_id):
         runs = [_train(sweep, index, point, data, tracking, parent_id) for index, point in enumerate(points)]
+    if any(point.model.parametrization == "mup" for point in points):
+        _log_coordinate_check(points, data["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"], parent_id)
     fit = scaling_fit_flow(parent_id, tracking) if can_fit(runs) else None
     run = mlflow.get_run(parent_id)
     return {"sweep": sweep.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
@@ -74,6 +77,26 @@ def _parent_run(sweep: SweepConfig, home: str, curation_run_id: str) -> str:
         "sluice.curation_run": curation_run_id}, settings,
         ("sweep.yaml", yaml.safe_dump(dumped | {"recipe": sweep.data_recipe().model_dump(mode="json")},
                                       sort_keys=False)))
+
+
+def _log_coordinate_check(points: list[TrainingConfig], vocab_size: int, parent_id: str) -> None:
+    """μP's coordinate check at the sweep's widths, beside standard parametrization, as `coord_check.png` and
+    `coord_check.json` on the sweep's run (training.coord_check)."""
+    from dataclasses import replace
+
+    from training.coord_check import coord_check_png, coordinate_sizes, width_slopes
+
+    first = next(point for point in points if point.model.parametrization == "mup")
+    base = replace(model_config(first), vocab_size=vocab_size)
+    widths = sorted({model_config(point).d_model for point in points})
+    if len(widths) < 2:
+        return
+    sizes = {name: coordinate_sizes(replace(base, parametrization=name), widths) for name in ("sp", "mup")}
+    client = mlflow.MlflowClient()
+    with tempfile.TemporaryDirectory() as folder:
+        client.log_artifact(parent_id, coord_check_png(sizes, os.path.join(folder, "coord_check.png")))
+    client.log_text(parent_id, json.dumps({name: {"sizes": by_width, "slopes": width_slopes(by_width)}
+                                           for name, by_width in sizes.items()}, indent=2), "coord_check.json")
 
 
 def _train(sweep: SweepConfig, index: int, point: TrainingConfig, data: dict, tracking: str,

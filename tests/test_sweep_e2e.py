@@ -106,3 +106,18 @@ def test_sweep_files_are_checked_before_any_work(sweep_raw):
                             ({"recipe": sweep_raw["recipe"] | {"dedup": {"bogus": 1}}}, "recipe: invalid recipe")]:
         with pytest.raises(RecipeError, match=message):
             parse_sweep(sweep_raw | change)
+
+
+def test_a_mup_sweep_logs_the_coordinate_check_at_its_widths(sweep_runs, sweep_raw):
+    from flows.sweep import _log_coordinate_check
+
+    first, _ = sweep_runs
+    models = [model | {"parametrization": "mup", "base_width": 16} for model in MODELS]
+    points = parse_sweep(sweep_raw | {"models": models}).points()
+    _log_coordinate_check(points, 600, first["mlflow_run_id"])
+    client = mlflow.MlflowClient()
+    assert {"coord_check.png", "coord_check.json"} <= {item.path for item in client.list_artifacts(first["mlflow_run_id"])}
+    with open(client.download_artifacts(first["mlflow_run_id"], "coord_check.json")) as handle:
+        checked = json.load(handle)
+    assert sorted(int(width) for width in checked["mup"]["sizes"]) == [16, 32, 48]
+    assert checked["sp"]["slopes"]["logits"] > checked["mup"]["slopes"]["logits"]
