@@ -103,6 +103,9 @@ class DrillSpec(StrictModel):
     slow_rank: int | None = Field(None, ge=0, description="this rank stalls before each update in `slow_steps`")
     slow_seconds: float = Field(0.0, ge=0, description="how long the slow rank stalls")
     slow_steps: list[int] = Field(default_factory=list, description="the updates (counted from 1) it stalls before")
+    resume_weights_from: int | None = Field(None, ge=1, description=(
+        "a resume takes the model and optimizer from the checkpoint of this step, the rest (data position, step "
+        "count) from the newest: a resume from a checkpoint of another step"))
 
 
 class TrainMlflowSpec(StrictModel):

@@ -252,3 +252,21 @@ def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of
     bf16 = losses("bf16", hardware__dtype="bf16")
     assert bf16 == pytest.approx(plain, rel=2e-2) and bf16 != plain        # close, and really computed in bf16
     assert losses("compiled", hardware__compile=True) == pytest.approx(plain, abs=1e-3)
+
+
+def test_the_doctor_flags_a_resume_from_a_checkpoint_of_another_step(byte_shards, tmp_path):
+    """Killed after step 10, resumed with the newest checkpoint's data position and step count but the weights
+    and optimizer of step 2 (`drills.resume_weights_from`): the loss jumps back, and the doctor says so."""
+    import mlflow
+
+    from flows.doctor import doctor
+
+    config = _edit(_config(tmp_path, byte_shards, "misresumed"), steps=16, checkpoint__every=2)
+    _torchrun(config, "--stop-after", "10")
+    resumed = _torchrun(_edit(config, drills={"resume_weights_from": 2}))
+    assert [record["step"] for record in resumed if record.get("event") == "resumed"] == [10]
+    client = mlflow.MlflowClient()
+    (run,) = client.search_runs([client.get_experiment_by_name("train-test").experiment_id],
+                                filter_string="tags.`sluice.data` = 'misresumed'")
+    checks = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
+    assert ("resume_discontinuity", True) in checks, checks

@@ -46,9 +46,13 @@ def latest_checkpoint(root: str) -> str | None:
     return os.path.join(root, steps[-1][1]) if steps else None
 
 
+def checkpoint_folder(root: str, step: int) -> str:
+    return os.path.join(root, f"step-{step:06d}")
+
+
 def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int) -> str:
     """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter)."""
-    folder = os.path.join(root, f"step-{step:06d}")
+    folder = checkpoint_folder(root, step)
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
     torch.save({"step": step, "trainer": trainer_state, "rng": torch.get_rng_state()},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from configs.training import CheckpointSpec
-from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import checkpoint_folder, latest_checkpoint, load_checkpoint, save_checkpoint
 
 
 class Stateful(Protocol):
@@ -31,9 +31,10 @@ class UpdateCounter:
 
 class Checkpointer:
     def __init__(self, spec: CheckpointSpec, total_steps: int, model, optimizer, rank: int,
-                 parts: dict[str, Stateful | None]):
+                 parts: dict[str, Stateful | None], weights_from: int | None = None):
         self.spec, self.total_steps, self.rank = spec, total_steps, rank
         self.model, self.optimizer, self.parts = model, optimizer, parts
+        self.weights_from = weights_from        # a drill (`drills.resume_weights_from`): a mismatched resume
 
     def save_if_due(self, step: int) -> None:
         if step % self.spec.every == 0 or step == self.total_steps:
@@ -49,6 +50,8 @@ class Checkpointer:
         for name, part in self.parts.items():
             if part is not None:
                 part.load_state_dict(restored["trainer"][name])
+        if self.weights_from is not None:
+            load_checkpoint(checkpoint_folder(self.spec.dir, self.weights_from), self.model, self.optimizer, self.rank)
         return folder, restored["step"]
 
     def rollback(self) -> tuple[str, int] | None:

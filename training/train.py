@@ -84,7 +84,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     suite = load_suite(config.eval.suite, config.data.tokenizer, EOS_ID, model_spec.seq_len) \
         if config.eval.suite else None
     checkpointer = Checkpointer(config.checkpoint, total_steps, model, optimizer, env.rank,
-                                {"data": data, "spikes": spikes, "noise": noise, "counter": counter})
+                                {"data": data, "spikes": spikes, "noise": noise, "counter": counter},
+                                config.drills.resume_weights_from)
     if resumed := checkpointer.restore():
         counter.step = resumed[1]
         _log(env, {"event": "resumed", "checkpoint": resumed[0], "step": counter.step})
