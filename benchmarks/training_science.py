@@ -99,7 +99,7 @@ def synthetic_recovery() -> dict:
             "max_rel_error": round(max(max(error.values()) for error in errors), 5)}
 
 
-def doctor_drills(run_ids: list[str], tracking: str) -> dict:
+def doctor_on_ladder(run_ids: list[str], tracking: str) -> dict:
     import mlflow
 
     from flows.doctor import run_history
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"ladder: {len(result['runs'])} runs in {wall:.0f} s")
     fit = result["fit"]
     recovery = synthetic_recovery()
-    doctor = doctor_drills([run["mlflow_run_id"] for run in result["runs"]], result["mlflow_tracking_uri"])
+    doctor = doctor_on_ladder([run["mlflow_run_id"] for run in result["runs"]], result["mlflow_tracking_uri"])
     holdout = fit["holdout"]["max_rel_error"] if fit and fit["holdout"] else None
     transfer = {name: learning_rate_transfer(corpus, name) for name in ("sp", "mup")}
     coordinates = coordinate_check()

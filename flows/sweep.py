@@ -26,6 +26,7 @@ from flows.training_flow import training_flow
 from flows.training_inputs import mixture_dataset, train_on_mixture
 from storage.fs import local_path
 from tasks.mixture.placement import covering_budget
+from tasks.resumable import run_once
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
 from tracking.store import run_page_url, use_experiment
@@ -44,7 +45,7 @@ def sweep_flow(sweep: SweepConfig) -> dict:
     recipe = recipe.model_copy(update={"store": local_path(recipe.store), "mixture": recipe.mixture.model_copy(
         update={"token_budget": covering_budget(max(sweep.tokens), recipe.mixture.shard_tokens,
                                                 sweep.train.hardware.data_parallel,
-                                                max(plan(point)["model"]["seq_len"] for point in points))})})
+                                                max(model_config(point).seq_len for point in points))})})
     data = curation_flow(recipe)
     if "mixture" not in data["stages"]:
         raise RecipeError(f"recipe {recipe.name!r} makes no mixture (its tokenizer is off): a sweep trains on one")
@@ -115,14 +116,14 @@ def _train(sweep: SweepConfig, index: int, point: TrainingConfig, data: dict, tr
                                   "sluice.point": str(index), "sluice.n_params": str(shape["n_params"]),
                                   "sluice.tokens": str(shape["tokens"]), "sluice.lr": repr(shape["lr"]),
                                   "sluice.d_model": str(figures["model"]["d_model"])})
-    record = os.path.join(config.checkpoint.dir, RESULT_FILE)
-    if os.path.exists(record):
-        logger.info("%s: already trained (%s), skipping", name, record)
-        with open(record) as handle:
-            return json.load(handle)
-    result = training_flow(config)
-    log_datasets(result["mlflow_run_id"], [mixture_dataset(stages["mixture"])])
-    found = shape | {key: result[key] for key in ("mlflow_run_id", "loss", "val_loss", "val_bpb") if key in result}
-    with open(record, "w") as handle:
-        json.dump(found, handle)
+    found = run_once(os.path.join(config.checkpoint.dir, RESULT_FILE),
+                     lambda: shape | _trained(config, stages["mixture"]))
+    if found.pop("resumed"):
+        logger.info("%s: already trained, skipping", name)
     return found
+
+
+def _trained(config: TrainingConfig, mixture: dict) -> dict:
+    result = training_flow(config)
+    log_datasets(result["mlflow_run_id"], [mixture_dataset(mixture)])
+    return {key: result[key] for key in ("mlflow_run_id", "loss", "val_loss", "val_bpb") if key in result}
