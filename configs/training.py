@@ -108,6 +108,21 @@ class DrillSpec(StrictModel):
         "count) from the newest: a resume from a checkpoint of another step"))
 
 
+class BatchRampSpec(StrictModel):
+    """The global batch grows from `start_accumulation` micro-batches per update to the full `grad_accumulation`
+    (GPT-3's ramp, in whole micro-batches). With a ramp the learning-rate schedule and the run's length count
+    tokens: the schedule's step is tokens seen / tokens of a full update, and the run stops at the planned tokens."""
+    schedule: Literal["none", "linear", "stepwise", "noise_scale"] = Field("none", description=(
+        "linear: one more micro-batch at a time, evenly over `tokens`; stepwise: the batch doubles at equal "
+        "intervals of `tokens`; noise_scale: every `check_every` updates the batch grows (at most doubling) while "
+        "the measured gradient noise scale B_noise exceeds it"))
+    start_accumulation: int = Field(1, ge=1, description="micro-batches per update at the start")
+    tokens: int = Field(0, ge=0, description="linear and stepwise: the tokens over which the batch reaches full")
+    check_every: int = Field(10, ge=1, description="noise_scale: updates between decisions")
+    lr_scaling: Literal["none", "sqrt", "linear"] = Field("none", description=(
+        "the learning rate times (batch / full batch) to the power 0, 1/2 or 1 while the batch is smaller"))
+
+
 class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
@@ -139,17 +154,27 @@ class TrainingConfig(StrictModel):
     seed: int = Field(0, ge=0, description="model initialization")
     model: ModelSpec = Field(default_factory=ModelSpec)
     micro_batch_size: int = Field(8, ge=1, description="sequences per rank per forward/backward")
-    grad_accumulation: int = Field(1, ge=1)
+    grad_accumulation: int = Field(1, ge=1, description="micro-batches per update (the full batch, with a ramp)")
+    batch_ramp: BatchRampSpec = Field(default_factory=BatchRampSpec)
     steps: int | None = Field(None, ge=1, description="optimizer updates; or give `tokens` (neither: 100 steps)")
     tokens: int | None = Field(None, ge=1, description="training tokens; rounded up to whole updates")
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
 
     @model_validator(mode="after")
-    def _length_given_once(self) -> "TrainingConfig":
+    def _consistent(self) -> "TrainingConfig":
         if self.steps is not None and self.tokens is not None:
             raise ValueError("give exactly one of `steps` and `tokens`")
         if self.eval.suite and not self.data.tokenizer:
             raise ValueError("eval.suite needs data.tokenizer: the suite's texts are tokenized with it")
+        ramp = self.batch_ramp
+        if ramp.schedule != "none" and ramp.start_accumulation >= self.grad_accumulation:
+            raise ValueError(f"batch_ramp.start_accumulation ({ramp.start_accumulation}) must be below "
+                             f"grad_accumulation ({self.grad_accumulation}), the full batch it ramps to")
+        if ramp.schedule in ("linear", "stepwise") and not ramp.tokens:
+            raise ValueError(f"a {ramp.schedule} batch_ramp needs `tokens`, the length of the ramp")
+        if ramp.schedule == "noise_scale" and ramp.start_accumulation < 2:
+            raise ValueError("a noise_scale batch_ramp needs start_accumulation >= 2: the noise scale is measured "
+                             "from two batch sizes within an update")
         return self
 
 

@@ -11,8 +11,8 @@ import mlflow
 from flows.reporting import artifact_key
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC, RunHistory, diagnose, report_text
 
-METRICS = ("loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu", "b_noise", SPIKE_METRIC, ROLLBACK_METRIC,
-           RESUME_METRIC)
+METRICS = ("loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu", "b_noise", "tokens", "batch_sequences",
+           SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC)
 
 
 def run_history(client: mlflow.MlflowClient, run_id: str) -> RunHistory:

@@ -94,6 +94,37 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byt
         {"straight": [], "interrupted": []}
 
 
+def test_a_batch_ramp_trains_the_planned_tokens_and_resumes_exactly_mid_ramp(byte_shards, tmp_path):
+    """A linear ramp from 1 to 4 micro-batches over the first half of the tokens, the learning rate scaled by the
+    square root of the batch fraction: killed mid-ramp and resumed, it logs the losses of an uninterrupted run."""
+    from flows.doctor import doctor
+
+    def ramped(name: str) -> str:
+        micro_tokens = 2 * 2 * 64                       # micro_batch_size x ranks x the tiny model's seq_len
+        return _edit(_config(tmp_path, byte_shards, name), micro_batch_size=2, grad_accumulation=4, steps=6,
+                     checkpoint__every=2, batch_ramp={"schedule": "linear", "start_accumulation": 1,
+                                                      "tokens": 12 * micro_tokens, "lr_scaling": "sqrt"})
+
+    straight = [r for r in _torchrun(ramped("ramp-straight")) if "loss" in r]
+    assert [r["batch_sequences"] // 4 for r in straight] == [1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 2]
+    assert straight[-1]["tokens"] == 6 * 4 * 4 * 64                 # 6 full updates' tokens, in 11 updates
+    assert straight[0]["lr"] == pytest.approx(3e-3 / 2 * 0.5)       # warmup step 0 of 2, sqrt(1 / 4)
+    interrupted = ramped("ramp-interrupted")
+    first = _torchrun(interrupted, "--stop-after", "5")             # checkpoint at 4 (accumulation 2 next)
+    second = _torchrun(interrupted)
+    assert [r["step"] for r in second if r.get("event") == "resumed"] == [4]
+    resumed = {r["step"]: r for run in (first, second) for r in run if "loss" in r}
+    for record in straight:
+        again = resumed[record["step"]]
+        assert (again["loss"], again["tokens"]) == (pytest.approx(record["loss"], abs=1e-6), record["tokens"])
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("train-test").experiment_id
+    (run,) = client.search_runs([experiment], filter_string="tags.`sluice.data` = 'ramp-interrupted'")
+    assert doctor(run.info.run_id, publish=False)["findings"] == []  # the ramp's rates are on its schedule
+
+
 def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
     """What the training flow does on cancel, crash or timeout: torchrun runs in its own process group and the
     whole group goes, ranks included."""
@@ -157,8 +188,9 @@ def test_noise_scale_estimators_recover_a_known_gradient_and_noise():
     true_sq, trace = 4.0, 8.0                 # E|G_B|^2 = |G|^2 + tr(Sigma) / B
     small, big = true_sq + trace / 2, true_sq + trace / 8
     assert unbiased_estimates(small, big, 2, 8) == pytest.approx((4.0, 8.0))
-    scale = NoiseScale(2, 8)
-    assert scale.update(small, big) == pytest.approx(2.0) and scale.update(small, big) == pytest.approx(2.0)
+    scale = NoiseScale(2)
+    assert scale.update(small, big, 8) == pytest.approx(2.0)
+    assert scale.update(small, true_sq + trace / 4, 4) == pytest.approx(2.0)      # a ramp changes the big batch
 
 
 def test_nan_loss_stops_naming_the_step_and_the_last_good_checkpoint(byte_shards, tmp_path):

@@ -16,33 +16,40 @@ class Stateful(Protocol):
 
 
 class UpdateCounter:
-    """Optimizer steps taken, and update attempts made (a skipped spike is an attempt but not a step). The step
-    is the checkpoint's own; the attempts count on across resumes so a drill's attempt numbers stay valid."""
+    """Optimizer steps taken, tokens trained on, and update attempts made (a skipped spike is an attempt but not a
+    step). The step is the checkpoint's own; a rollback rewinds the step and the tokens, while the attempts count on
+    (across resumes too) so a drill's attempt numbers stay valid."""
 
     def __init__(self):
-        self.step = self.attempt = 0
+        self.step = self.attempt = self.tokens = 0
 
     def state_dict(self) -> dict:
-        return {"attempt": self.attempt}
+        return {"attempt": self.attempt, "tokens": self.tokens}
 
     def load_state_dict(self, state: dict) -> None:
         self.attempt = state["attempt"]
+        self.rewind(state)
+
+    def rewind(self, state: dict) -> None:
+        self.tokens = state.get("tokens")       # None in a checkpoint written before batch ramps: see the trainer
 
 
 class Checkpointer:
-    def __init__(self, spec: CheckpointSpec, total_steps: int, model, optimizer, rank: int,
+    def __init__(self, spec: CheckpointSpec, model, optimizer, rank: int, counter: UpdateCounter,
                  parts: dict[str, Stateful | None], weights_from: int | None = None):
-        self.spec, self.total_steps, self.rank = spec, total_steps, rank
-        self.model, self.optimizer, self.parts = model, optimizer, parts
+        self.spec, self.rank, self.counter = spec, rank, counter
+        self.model, self.optimizer, self.parts = model, optimizer, {"counter": counter} | parts
         self.weights_from = weights_from        # a drill (`drills.resume_weights_from`): a mismatched resume
 
-    def save_if_due(self, step: int) -> None:
-        if step % self.spec.every == 0 or step == self.total_steps:
+    def save_if_due(self, last: bool) -> None:
+        step = self.counter.step
+        if step % self.spec.every == 0 or last:
             states = {name: part.state_dict() if part is not None else None for name, part in self.parts.items()}
             save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank)
 
-    def restore(self) -> tuple[str, int] | None:
-        """Everything from the newest complete checkpoint: (its folder, its step), or None for a fresh start."""
+    def restore(self) -> str | None:
+        """Everything from the newest complete checkpoint, the counter's step included: its folder, or None for
+        a fresh start."""
         folder = self.latest()
         if folder is None:
             return None
@@ -50,17 +57,21 @@ class Checkpointer:
         for name, part in self.parts.items():
             if part is not None:
                 part.load_state_dict(restored["trainer"][name])
+        self.counter.step = restored["step"]
         if self.weights_from is not None:
             load_checkpoint(checkpoint_folder(self.spec.dir, self.weights_from), self.model, self.optimizer, self.rank)
-        return folder, restored["step"]
+        return folder
 
-    def rollback(self) -> tuple[str, int] | None:
-        """Model and optimizer from the newest checkpoint, while the data reader goes on (the batches since are
-        skipped): (its folder, its step), or None when there is none to go back to."""
+    def rollback(self) -> str | None:
+        """Model, optimizer, step and tokens from the newest checkpoint, while the data reader goes on (the batches
+        since are skipped): its folder, or None when there is none to go back to."""
         folder = self.latest()
         if folder is None:
             return None
-        return folder, load_checkpoint(folder, self.model, self.optimizer, self.rank)["step"]
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank)
+        self.counter.step = restored["step"]
+        self.counter.rewind(restored["trainer"]["counter"])
+        return folder
 
     def latest(self) -> str | None:
         return latest_checkpoint(self.spec.dir)

@@ -24,6 +24,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from configs.training import OptimizerSpec
+from training.batch_ramp import lr_factor, schedule_position
 from training.optim import learning_rate
 
 SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC = "spike_loss", "rollback_to", "resumed_at"
@@ -236,17 +237,35 @@ def _lr_schedule(run: RunHistory) -> list[Finding]:
         return []
     spec = OptimizerSpec(lr=float(lr), warmup_steps=int(run.param("optimizer.warmup_steps", 0)),
                          min_lr_ratio=float(run.param("optimizer.min_lr_ratio", 0.1)))
-    total = run.total_steps()
-    # The rate logged at step s was set before update s, for the step counted s - 1.
-    off = [(step, value, learning_rate(step - 1, total, spec)) for step, value in sorted(rates.items())
-           if abs(value - learning_rate(step - 1, total, spec)) > 1e-3 * spec.lr]
+    total, expected = run.total_steps(), _scheduled_rates(run)
+    off = [(step, value, expected(step, spec, total)) for step, value in sorted(rates.items())
+           if abs(value - expected(step, spec, total)) > 1e-3 * spec.lr]
     if not off:
         return []
-    step, value, expected = off[0]
+    step, value, wanted = off[0]
     return [Finding("lr_schedule", f"the learning rate differs from the configured warmup + cosine at {len(off)} "
-                    f"steps, first at step {step}: {value:.3g} logged, {expected:.3g} configured",
+                    f"steps, first at step {step}: {value:.3g} logged, {wanted:.3g} configured",
                     "the schedule's length or warmup does not match the run (steps vs tokens, a resumed run with a "
                     "changed config): fix the config or the schedule so they agree", {"first": off[:5]})]
+
+
+def _scheduled_rates(run: RunHistory):
+    """The configured rate logged at step s (set before update s). A run that logs its tokens and batch (a batch
+    ramp's) is placed on the schedule by the tokens before the update, scaled for its batch as the ramp says;
+    otherwise step s is the schedule's step s - 1."""
+    tokens, batches = run.series("tokens"), run.series("batch_sequences")
+    per_update = int(run.param("plan.tokens_per_update", 0))
+    full_batch = (int(run.param("micro_batch_size", 1)) * int(run.param("hardware.data_parallel", 1))
+                  * int(run.param("grad_accumulation", 1)))
+    scaling = run.param("batch_ramp.lr_scaling", "none")
+
+    def expected(step: int, spec: OptimizerSpec, total: int) -> float:
+        if not (per_update and step in tokens and step in batches):
+            return learning_rate(step - 1, total, spec)
+        batch = int(batches[step])
+        before = int(tokens[step]) - batch * per_update // full_batch
+        return learning_rate(schedule_position(before, per_update), total, spec) * lr_factor(batch, full_batch, scaling)
+    return expected
 
 
 def _noise_scale(run: RunHistory) -> list[Finding]:

@@ -14,13 +14,13 @@ def unbiased_estimates(small_sq: float, big_sq: float, b_small: int, b_big: int)
 
 
 class NoiseScale:
-    def __init__(self, b_small: int, b_big: int, smoothing: float = 0.95):
-        self.b_small, self.b_big, self.smoothing = b_small, b_big, smoothing
+    def __init__(self, b_small: int, smoothing: float = 0.95):
+        self.b_small, self.smoothing = b_small, smoothing
         self.gradient_sq = self.trace = None
 
-    def update(self, small_sq: float, big_sq: float) -> float | None:
+    def update(self, small_sq: float, big_sq: float, b_big: int) -> float | None:
         """Add one step's measurements; returns the smoothed B_noise (None while |G|^2 is not positive)."""
-        gradient_sq, trace = unbiased_estimates(small_sq, big_sq, self.b_small, self.b_big)
+        gradient_sq, trace = unbiased_estimates(small_sq, big_sq, self.b_small, b_big)
         if self.gradient_sq is None:
             self.gradient_sq, self.trace = gradient_sq, trace
         else:
@@ -38,21 +38,24 @@ class NoiseScale:
 
 class NoiseProbe:
     """The trainer's side of the noise scale: the gradient norm after the first micro-batch (taken before the rest
-    accumulate onto it), then the update's clipped-before norm. Only with gradient accumulation (two batch sizes)."""
+    accumulate onto it), then the update's clipped-before norm. Only updates with gradient accumulation (two batch
+    sizes) measure; the accumulation may change between updates (a batch ramp)."""
 
-    def __init__(self, micro_sequences: int, accumulation: int):
-        self.scale = NoiseScale(micro_sequences, micro_sequences * accumulation)
-        self.accumulation, self.sequences = accumulation, micro_sequences * accumulation
+    def __init__(self, micro_sequences: int, full_accumulation: int):
+        self.scale = NoiseScale(micro_sequences)
+        self.micro_sequences, self.sequences = micro_sequences, micro_sequences * full_accumulation
         self.first_sq: float | None = None
 
-    def after_micro_batch(self, model, index: int) -> None:
-        if index == 0:          # accumulated gradients are sums / accumulation: scale back to the micro-batch mean
+    def after_micro_batch(self, model, index: int, accumulation: int) -> None:
+        if index == 0 and accumulation > 1:   # accumulated gradients are sums / accumulation: back to the mean
             from training.parallel import gradient_norm
 
-            self.first_sq = (gradient_norm(model) * self.accumulation) ** 2
+            self.first_sq = (gradient_norm(model) * accumulation) ** 2
 
-    def after_update(self, total_norm: float) -> float | None:
-        return self.scale.update(self.first_sq, total_norm ** 2)
+    def after_update(self, total_norm: float, accumulation: int) -> float | None:
+        if accumulation < 2:
+            return self.b_noise()
+        return self.scale.update(self.first_sq, total_norm ** 2, self.micro_sequences * accumulation)
 
     def b_noise(self) -> float | None:
         """The smoothed B_noise in sequences, once there is a measurement."""

@@ -23,6 +23,7 @@ import math
 from dataclasses import replace
 
 from configs.training import TrainingConfig
+from training.batch_ramp import BatchRamp
 from training.model import PRESETS, ModelConfig, parameter_count
 from training.scaling_law import CHINCHILLA, ScalingLaw
 from training.sizing import size_for_lifetime
@@ -105,6 +106,8 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
         "chinchilla_optimal_parameters": round(chinchilla_params), "chinchilla_optimal_tokens": round(20 * chinchilla_params),
         "peak_flops_per_device": peak,
         "expected_wall_hours": round(total_flops / (peak * ranks * hardware.assumed_mfu) / 3600, 3) if peak else None,
+        "updates": BatchRamp(config.batch_ramp, config.grad_accumulation, config.micro_batch_size * ranks,
+                             model.seq_len).planned_updates(tokens),
     } | ({"lifetime": lifetime(n_params, tokens, inference_tokens, law, target_loss)}
          if inference_tokens is not None else {})
 
@@ -137,6 +140,7 @@ def plan_text(result: dict) -> str:
              f"batch: {result['tokens_per_update']:,} tokens per update; {result['steps']:,} updates = "
              f"{result['tokens']:,} tokens ({result['tokens_per_parameter']} per parameter); "
              f"{result['total_flops']:.3e} FLOPs",
+             *_ramp_lines(result),
              f"Chinchilla-optimal for this compute: {result['chinchilla_optimal_parameters'] / 1e6:.1f}M parameters, "
              f"{result['chinchilla_optimal_tokens']:,} tokens",
              "memory per rank, GB (params / grads / optimizer / activations = total; with activation checkpointing):"]
@@ -152,6 +156,14 @@ def plan_text(result: dict) -> str:
     if "lifetime" in result:
         lines += _lifetime_lines(result["lifetime"])
     return "\n".join(lines)
+
+
+def _ramp_lines(result: dict) -> list[str]:
+    if result["updates"] == result["steps"]:
+        return []
+    taken = f"{result['updates']:,} updates, the first ones smaller" if result["updates"] \
+        else "as many updates as the noise scale decides"
+    return [f"batch ramp: the same tokens in {taken}; the LR schedule counts full-batch updates"]
 
 
 def _lifetime_lines(sizes: dict) -> list[str]:

@@ -5,7 +5,7 @@
 The loop reads like the algorithm: data, forward, backward (accumulated), clip, step, log, checkpoint. Its
 parts are components with their own modules: parallelism (training/parallel.py), the checkpointer that gathers
 every stateful part (training/checkpointer.py), the spike guard (training/spikes.py), the noise-scale probe
-(training/noise_scale.py), drills as a data wrapper (training/faults.py), optimizer and schedule
+(training/noise_scale.py), the batch ramp (training/batch_ramp.py), drills as a data wrapper (training/faults.py), optimizer and schedule
 (training/optim.py) and the MLflow logger (tracking/run_logger.py). Each optimizer step prints one JSON line on rank 0.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from configs.tokenizer import EOS_ID
 from configs.training import TrainingConfig, load_training_config
 from tracking.params import flatten
 from tracking.run_logger import RunLogger
+from training.batch_ramp import BatchRamp, lr_factor, schedule_position
 from training.checkpointer import Checkpointer, UpdateCounter
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
@@ -80,26 +81,32 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     optimizer = build_optimizer(model, config.optimizer)
     spikes = SpikeDetector(config.spikes)
     micro = config.micro_batch_size * env.world_size
+    ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, micro, model_spec.seq_len)
     noise = NoiseProbe(micro, config.grad_accumulation) if config.grad_accumulation > 1 else None
     suite = load_suite(config.eval.suite, config.data.tokenizer, EOS_ID, model_spec.seq_len) \
         if config.eval.suite else None
-    checkpointer = Checkpointer(config.checkpoint, total_steps, model, optimizer, env.rank,
-                                {"data": data, "spikes": spikes, "noise": noise, "counter": counter},
+    checkpointer = Checkpointer(config.checkpoint, model, optimizer, env.rank, counter,
+                                {"data": data, "spikes": spikes, "noise": noise,
+                                 "ramp": ramp if config.batch_ramp.schedule == "noise_scale" else None},
                                 config.drills.resume_weights_from)
+    full_update_tokens = micro * model_spec.seq_len * config.grad_accumulation
+    total_tokens = total_steps * full_update_tokens         # a ramped run has more, smaller updates: same tokens
     if resumed := checkpointer.restore():
-        counter.step = resumed[1]
-        _log(env, {"event": "resumed", "checkpoint": resumed[0], "step": counter.step})
+        if counter.tokens is None:                  # a checkpoint from before batch ramps: full updates only
+            counter.tokens = counter.step * full_update_tokens
+        _log(env, {"event": "resumed", "checkpoint": resumed, "step": counter.step})
         tracker.metrics(counter.step, {RESUME_METRIC: counter.step})       # for `sluice doctor`
-    tokens_per_update = config.micro_batch_size * model_spec.seq_len * config.grad_accumulation * env.world_size
 
-    while counter.step < total_steps:
+    while counter.tokens < total_tokens:
         started = time.perf_counter()
         counter.attempt += 1
-        rate = learning_rate(counter.step, total_steps, config.optimizer)
+        accumulation = ramp.accumulation(counter.tokens, total_tokens)
+        rate = learning_rate(schedule_position(counter.tokens, full_update_tokens), total_steps, config.optimizer) \
+            * lr_factor(accumulation, config.grad_accumulation, config.batch_ramp.lr_scaling)
         if env.rank == config.drills.slow_rank and counter.step + 1 in config.drills.slow_steps:
             time.sleep(config.drills.slow_seconds)          # a drill: a throttled rank holds every rank back
         set_learning_rate(optimizer, rate)
-        loss_value, grad_norm = _forward_backward(config, env, model, data, noise)
+        loss_value, grad_norm = _forward_backward(config, env, model, data, noise, accumulation)
         if not math.isfinite(loss_value):
             raise NonFiniteLoss(f"loss is {loss_value} at step {counter.step + 1} (update attempt {counter.attempt}); "
                                 f"the last good checkpoint is {checkpointer.latest() or 'none (no step saved)'}: "
@@ -111,31 +118,33 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
             _log(env, {"event": "spike_skipped", "attempt": counter.attempt, "step": counter.step,
                        "loss": round(loss_value, 6)})
             tracker.metrics(counter.step, {SPIKE_METRIC: loss_value})
-            if wants_rollback and (restored := checkpointer.rollback()):
-                checkpoint, counter.step = restored       # the data goes on: the batches since are skipped
-                spikes.rolled_back()
+            if wants_rollback and (checkpoint := checkpointer.rollback()):
+                spikes.rolled_back()          # the data goes on: the batches since are skipped
                 _log(env, {"event": "rollback", "attempt": counter.attempt, "checkpoint": checkpoint,
                            "step": counter.step})
                 tracker.metrics(counter.step, {ROLLBACK_METRIC: counter.step})
             continue
-        b_noise = noise.after_update(grad_norm) if noise else None
+        b_noise = noise.after_update(grad_norm, accumulation) if noise else None
+        ramp.observe(b_noise)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         counter.step += 1
+        update_tokens = accumulation * micro * model_spec.seq_len
+        counter.tokens += update_tokens
+        last = counter.tokens >= total_tokens
         seconds = time.perf_counter() - started
         record = {"loss": round(loss_value, 6), "lr": rate, "grad_norm": round(grad_norm, 6),
-                  "b_noise": round(b_noise, 3) if b_noise else None,
-                  "tokens_per_s": round(tokens_per_update / seconds, 1),
-                  "mfu": round(flops_per_token * tokens_per_update / seconds / (peak * env.world_size), 4) if peak
+                  "b_noise": round(b_noise, 3) if b_noise else None, "batch_sequences": accumulation * micro,
+                  "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
+                  "mfu": round(flops_per_token * update_tokens / seconds / (peak * env.world_size), 4) if peak
                   else None}
         _log(env, {"step": counter.step, **record})
         tracker.metrics(counter.step, record)
         if counter.step % config.log_every == 0:
             tracker.flush()
-        if (config.data.validation or suite is not None) and (counter.step % config.eval.every == 0
-                                                              or counter.step == total_steps):
+        if (config.data.validation or suite is not None) and (counter.step % config.eval.every == 0 or last):
             _evaluate(config, env, model, model_spec, counter.step, tracker, suite)
-        checkpointer.save_if_due(counter.step)
+        checkpointer.save_if_due(last)
         if stop_after is not None and counter.step >= stop_after:
             tracker.flush()
             return
@@ -167,17 +176,18 @@ def _training_data(config: TrainingConfig, env, model_spec, counter: UpdateCount
     return data
 
 
-def _forward_backward(config: TrainingConfig, env, model, data, noise: NoiseProbe | None) -> tuple[float, float]:
-    """One update's gradients, accumulated over micro-batches and clipped: (mean cross-entropy over the ranks, the
-    gradient norm before clipping)."""
+def _forward_backward(config: TrainingConfig, env, model, data, noise: NoiseProbe | None,
+                      accumulation: int) -> tuple[float, float]:
+    """One update's gradients, accumulated over `accumulation` micro-batches and clipped: (mean cross-entropy over
+    the ranks, the gradient norm before clipping)."""
     losses = []
-    for micro_step in range(config.grad_accumulation):
+    for micro_step in range(accumulation):
         inputs, targets = (torch.from_numpy(array).to(env.device) for array in data.next_batch(config.micro_batch_size))
         loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
-        (loss / config.grad_accumulation).backward()
+        (loss / accumulation).backward()
         losses.append(cross_entropy.item())
         if noise:
-            noise.after_micro_batch(model, micro_step)
+            noise.after_micro_batch(model, micro_step, accumulation)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
     return all_reduce_mean(sum(losses) / len(losses), env.device), full_norm(grad_norm)
 
