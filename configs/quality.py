@@ -146,6 +146,14 @@ class ClassifierConfig(StrictModel):
         "left out of training, and counted"))
 
 
+class PiiConfig(StrictModel):
+    """Redaction of the kept documents, after scoring (tasks/quality/pii.py)."""
+    enabled: bool = Field(True, description="replace PII in kept documents with fixed placeholders, as FineWeb does")
+    emails: bool = Field(True, description="email addresses -> |||EMAIL_ADDRESS|||")
+    ips: bool = Field(True, description="public IPv4 and IPv6 addresses -> |||IP_ADDRESS|||")
+    phones: bool = Field(True, description="international (+...) and North American phone numbers -> |||PHONE_NUMBER|||")
+
+
 class QualityConfig(StrictModel):
     enabled: bool = True
     c4_lines: C4LineRules = Field(default_factory=C4LineRules)
@@ -153,6 +161,7 @@ class QualityConfig(StrictModel):
     kenlm: KenlmConfig = Field(default_factory=KenlmConfig)
     classifier: ClassifierConfig = Field(default_factory=ClassifierConfig)
     filter: QualityFilterConfig = Field(default_factory=QualityFilterConfig)
+    pii: PiiConfig = Field(default_factory=PiiConfig)
     max_chars: int = Field(1_000_000, ge=1000, description=(
         "longer texts are scored on their first max_chars characters (a counted note), so one giant page "
         "cannot stall a worker"))

@@ -16,6 +16,7 @@ from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
 from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task
+from tasks.fan_out import call_seconds
 
 STAGE = "dedup"
 
@@ -38,18 +39,19 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         steps: list[dict] = []
 
         def step(name: str, run):
-            started = time.perf_counter()
+            started, seconds_before = time.perf_counter(), call_seconds()
             results = run()
             steps.append({"step": name, "tasks": len(results), "wall_seconds": round(time.perf_counter() - started, 3),
-                          "task_seconds": round(sum(r.get("seconds", 0.0) for r in results), 3),
-                          "worker_peak_rss_mb": max((r["worker_peak_rss_mb"] for r in results), default=None)})
+                          "task_seconds": round(call_seconds() - seconds_before, 3),   # clustering's passes too
+                          "worker_peak_rss_mb": max((r["worker_peak_rss_mb"] for r in results
+                                                     if "worker_peak_rss_mb" in r), default=None)})
             return results
 
         features = step("features", lambda: map_tasks(features_task, list(zip(shard_urls, parts)),
                                                       "dedup features", work=work, config=config))
         edges = step("edges", lambda: map_tasks(edges_task, buckets, "dedup edges", work=work, parts=parts,
                                                 config=config))
-        clusters = step("clusters", lambda: [clusters_task.submit(work, parts, shard_urls, config).result()])[0]
+        clusters = step("clusters", lambda: [clusters_task(work, parts, shard_urls, config)])[0]   # fans out itself
         paragraphs = step("paragraphs", lambda: map_tasks(paragraphs_task, buckets, "dedup paragraphs", work=work,
                                                           parts=parts, config=config)
                           if config.paragraphs.enabled else [])

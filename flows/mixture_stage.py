@@ -27,7 +27,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         # each token shard's manifest entry names the document shard it was made from
         made_from = [entry.source for entry in Manifest.load(tokens["manifest"]).shards]
         pairs = list(zip(stage_shard_urls(tokens), made_from))
-        result = mix_task.submit(pairs, stage.stage_dir, vocab_size, config).result()
+        result = mix_task(pairs, stage.stage_dir, vocab_size, config)     # here; its passes fan out to the cluster
         stats = StageStats(candidates=result["train_documents"] + result["validation_documents"],
                            documents_out=result["train_documents"] + result["validation_documents"],
                            seconds=result["seconds"],

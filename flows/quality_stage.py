@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from prefect import flow, get_run_logger
 
@@ -28,6 +29,7 @@ from tasks.quality.families import family_checks
 from tasks.quality.score import ScoreJob
 from tasks.quality.task import (filter_shards_task, score_shard_task, summarize_task, train_classifier_task,
                                 train_kenlm_task)
+from tasks.fan_out import call
 from tasks.stats import StageStats
 
 
@@ -72,14 +74,15 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: StageResult) -> Sta
     def produce(stage: StageContext) -> StageOutput:
         models_dir = stage.stage_dir
         os.makedirs(models_dir, exist_ok=True)
-        kenlm_futures = [train_kenlm_task.submit(lang, paths, models_dir, kenlm)
-                         for lang, paths in sorted(kenlm.reference.items())] if kenlm else []
-        classifier_future = train_classifier_task.submit(
-            stage_shard_urls(raw_documents), models_dir, classifier,
-            {"positives": classifier.evaluation_positives, "negatives": classifier.evaluation_negatives}) \
-            if classifier else None
-        kenlm_results = [future.result() for future in kenlm_futures]
-        classifier_result = classifier_future.result() if classifier_future else None
+        jobs = [partial(train_kenlm_task, lang, paths, models_dir, kenlm)
+                for lang, paths in sorted(kenlm.reference.items())] if kenlm else []
+        if classifier:
+            jobs.append(partial(train_classifier_task, stage_shard_urls(raw_documents), models_dir, classifier,
+                                {"positives": classifier.evaluation_positives,
+                                 "negatives": classifier.evaluation_negatives}))
+        trained = map_tasks(call, jobs, "quality models")        # the language models and the classifier at once
+        kenlm_results = trained[:len(kenlm.reference)] if kenlm else []
+        classifier_result = trained[-1] if classifier else None
         write_models_index(models_dir, kenlm_results, classifier_result)
         files = [MODELS_FILE, *[path for row in kenlm_results for path in (row["sentencepiece"], row["kenlm"])],
                  *([classifier_result["model"]] if classifier_result else [])]
@@ -123,17 +126,17 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
     config = recipe.quality
     thresholds = config.filter
     spec = StageSpec(name="quality_filter",
-                     config={"filter": thresholds.model_dump(mode="json"),
+                     config={"filter": thresholds.model_dump(mode="json"), "pii": config.pii.model_dump(mode="json"),
                              "bucket_percentiles": list(config.kenlm.bucket_percentiles)},
                      parents=[parent_of(scores)], code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = stage_shard_urls(scores)
-        cutoffs = summarize_task.submit(shard_urls, config).result()
+        cutoffs = summarize_task(shard_urls, config)           # here; its two passes fan out to the cluster
         jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
                 for url in shard_urls]
         results = map_groups(filter_shards_task, jobs, stage_shard_bytes(scores), "quality filter", config=thresholds,
-                             cutoffs=cutoffs)
+                             cutoffs=cutoffs, pii=config.pii)
         stats = summed_stats(results)
         families = [family for family, _ in family_checks(thresholds, cutoffs)]
         funnel = funnel_rows(results, families)

@@ -23,7 +23,7 @@ from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
-from tasks.fan_out import completed
+from tasks.fan_out import calls_on, completed
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats, orchestration_share
 
@@ -92,11 +92,12 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 
     context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
     started = time.perf_counter()
-    output = produce(context)
+    with calls_on(_dask_client()) as calls:
+        output = produce(context)
     wall = time.perf_counter() - started
     slots = task_slots()
-    stats = output.stats.to_dict() | ({"task_slots": slots, "orchestration_share": orchestration_share(
-        wall, output.stats.seconds, slots)} if slots else {})
+    stats = output.stats.to_dict() | {"call_seconds": round(calls.seconds, 3)} | (
+        {"task_slots": slots, "orchestration_share": orchestration_share(wall, calls.seconds, slots)} if slots else {})
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,
@@ -121,7 +122,8 @@ def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, **argum
 
     The step is one Prefect task run (named `label`, with a progress artifact and progress lines in its logs and
     on the console); each call is a plain Dask task on the flow's cluster (`tasks.fan_out.completed`), so a
-    thousand shards cost Prefect one task run, not a thousand. Calls are retried once by Dask, a lost worker
+    thousand shards cost Prefect one task run, not a thousand. Calls are timed where they run (the stage's
+    `call_seconds`, from which its orchestration share is taken). Calls are retried once by Dask, a lost worker
     costs only the calls it held, and every shard call records its own result (`tasks.resumable`), so a rerun
     redoes only unfinished shards. A call may return `warnings` (lines the step logs where the run's logs go).
     Calls return small dicts (paths and counts), never documents.
@@ -134,7 +136,7 @@ def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict
     logger = get_run_logger()
     progress = StepProgress(label, len(jobs), logger)
     results: list[dict | None] = [None] * len(jobs)
-    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, _dask_client()), start=1):
+    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs), start=1):
         for line in result.pop("warnings", []) if isinstance(result, dict) else ():   # a group's is a list
             logger.warning("%s", line)
         results[index] = result

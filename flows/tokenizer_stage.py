@@ -4,14 +4,17 @@ per shard). The token shards' parents are both the documents and the tokenizer."
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from prefect import flow
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_groups, run_stage, shard_entry, summed_stats
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
+                                summed_stats)
 from storage.manifest import ShardEntry, sha256_file
 from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_bytes, stage_shard_urls
+from tasks.fan_out import call
 from tasks.stats import StageStats
 from tasks.tokenize.encode import TokenizeJob
 from tasks.tokenize.task import tokenize_shards_task, train_tokenizer_task
@@ -27,7 +30,7 @@ def tokenizer_stage_flow(recipe: Recipe, documents: StageResult) -> StageResult:
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = stage_shard_urls(documents)
         model_url = stage.path(MODEL_FILE)
-        result = train_tokenizer_task.submit(shard_urls, model_url, config).result()
+        (result,) = map_tasks(call, [partial(train_tokenizer_task, shard_urls, model_url, config)], "train tokenizer")
         stats = StageStats(candidates=result["train_documents"], documents_out=result["train_documents"],
                            bytes_out=os.path.getsize(model_url), seconds=result["seconds"])
         stats.notes.update({"vocab_size": result["vocab_size"], "train_lines": result["train_lines"],

@@ -1,51 +1,109 @@
 """Fan a step out over many small calls without a Prefect task per call.
 
-From the flow process, `completed` sends the calls to the flow's Dask cluster through its client and yields each
-result as it finishes (`flows.stage_runner.map_tasks` draws progress from that). Inside a Prefect task that runs
-on a Dask worker, `fan_out`'s calls go to the same cluster as plain Dask tasks: the
-calling task secedes from the worker's thread pool while it waits (so one worker can run them), and a worker
-lost meanwhile costs only the calls it held, which the scheduler runs again elsewhere. Anywhere else (tests,
-`tasks.dedup.in_process`, a notebook) they run one after the other in this process.
+A stage's steps run in the flow process and send their calls to the flow's Dask cluster as plain Dask tasks:
+`completed` yields each result as it finishes (`flows.stage_runner.map_tasks` draws progress from that), and
+`fan_out` is the plain list form for the passes of a corpus-level step (dedup's label propagation, the quality
+summary, the mixture), which sends its calls to the cluster the stage runner opened with `calls_on`. Every call is
+timed on its worker and the seconds add up in that `StepCalls`: the stage's task seconds, whatever step made them.
+Each call is retried once on an error, and the calls a lost worker held run again elsewhere. Without a cluster
+(tests, `tasks.dedup.in_process`, a notebook) the calls run one after the other in this process.
 """
 from __future__ import annotations
 
-import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 Result = TypeVar("Result")
 
 
-def fan_out(function: Callable[..., Result], items: Iterable) -> list[Result]:
-    """`[function(item) for item in items]`, on the Dask cluster when called from one of its workers."""
-    items = list(items)
-    if "distributed" not in sys.modules:    # not in a Dask worker (and importing it would cost ~1 s)
-        return [function(item) for item in items]
-    from distributed import get_worker, worker_client
+@dataclass
+class StepCalls:
+    """Where a stage's calls go (a Dask client, or None: in this process) and the seconds they took there."""
+    client: object | None = None
+    seconds: float = 0.0
 
+
+_CALLS: ContextVar[StepCalls | None] = ContextVar("sluice_step_calls", default=None)
+
+
+@contextmanager
+def calls_on(client) -> Iterator[StepCalls]:
+    """Send the calls made within to `client`'s cluster (None: in this process), adding up their seconds."""
+    calls = StepCalls(client)
+    token = _CALLS.set(calls)
     try:
-        get_worker()
-    except ValueError:
-        return [function(item) for item in items]
-    with worker_client() as client:
-        return client.gather(client.map(function, items, pure=False))
+        yield calls
+    finally:
+        _CALLS.reset(token)
 
 
-def completed(function: Callable[..., Result], items: Iterable, client=None) -> Iterator[tuple[int, Result]]:
-    """`(index, function(item))` for every item, in the order the calls finish: as plain Dask tasks through
-    `client` (each retried once on an error; the calls a lost worker held run again elsewhere), or one after the
-    other in this process when `client` is None. A failed call's error names its item."""
+def call_seconds() -> float:
+    """The seconds the calls of the running stage have taken so far, on whichever worker ran them."""
+    return (_CALLS.get() or StepCalls()).seconds
+
+
+def fan_out(function: Callable[..., Result], items: Iterable, per_call: int = 1) -> list[Result]:
+    """`[function(item) for item in items]`, on the stage's cluster when it has one, `per_call` consecutive items
+    to a call (calls of a few milliseconds cost more to schedule than to run)."""
     items = list(items)
-    if client is None:
-        yield from ((index, _naming(item, lambda: function(item))) for index, item in enumerate(items))
-        return
+    groups = [items[start:start + per_call] for start in range(0, len(items), per_call)]
+    results: list = [None] * len(groups)
+    for index, result in completed(_Each(function), groups):
+        results[index] = result
+    return [result for group in results for result in group]
+
+
+def completed(function: Callable[..., Result], items: Iterable) -> Iterator[tuple[int, Result]]:
+    """`(index, function(item))` for every item, in the order the calls finish. A failed call's error names its
+    item."""
+    items = list(items)
+    calls = _CALLS.get() or StepCalls()
+    timed = Timed(function)
+    if calls.client is None:
+        outcomes = ((index, _naming(item, lambda: timed(item))) for index, item in enumerate(items))
+    else:
+        outcomes = _on_cluster(calls.client, timed, items)
+    for index, (seconds, result) in outcomes:
+        calls.seconds += seconds
+        yield index, result
+
+
+def _on_cluster(client, timed: Callable, items: list) -> Iterator[tuple[int, tuple[float, object]]]:
     from distributed import as_completed
 
-    futures = client.map(function, items, pure=False, retries=1)
+    futures = client.map(timed, items, pure=False, retries=1)
     index_of = {future.key: index for index, future in enumerate(futures)}
     for future in as_completed(futures, loop=client.loop):
         index = index_of[future.key]
         yield index, _naming(items[index], future.result)
+
+
+def call(job: Callable[[], Result]) -> Result:
+    """A job that is its own call: for a step whose calls are different functions (`functools.partial`s)."""
+    return job()
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A call that also returns its own seconds, measured where it runs."""
+    function: Callable
+
+    def __call__(self, item) -> tuple[float, object]:
+        started = time.perf_counter()
+        result = self.function(item)
+        return time.perf_counter() - started, result
+
+
+@dataclass(frozen=True)
+class _Each:
+    function: Callable
+
+    def __call__(self, items: list) -> list:
+        return [self.function(item) for item in items]
 
 
 def _naming(item, call: Callable[[], Result]) -> Result:

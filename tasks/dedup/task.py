@@ -1,6 +1,7 @@
 """The dedup stage's calls, one per step and shard or bucket, run as plain Dask tasks by the stage's steps
-(`flows.stage_runner.map_tasks`); clustering is one Prefect task that fans out itself. Each call records its
-result when done (`run_once`), so a rerun after a killed worker or a killed run picks up where it stopped."""
+(`flows.stage_runner.map_tasks`); clustering is one Prefect task, run in the flow process, whose passes fan out
+to the cluster (`tasks.fan_out`). Each call records its result when done (`run_once`), so a rerun after a killed
+worker or a killed run picks up where it stopped."""
 from __future__ import annotations
 
 import resource
@@ -50,8 +51,7 @@ def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) ->
 
 @task(name="dedup-clusters", retries=1, retry_delay_seconds=2)
 def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
-    return run_once(_record(work, "clusters", "all"),
-                    _measured(lambda: cluster_decisions(work, parts, shard_urls, config)))
+    return run_once(_record(work, "clusters", "all"), lambda: cluster_decisions(work, parts, shard_urls, config))
 
 
 def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:

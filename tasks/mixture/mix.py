@@ -10,33 +10,25 @@ shards for a token budget, in four passes over the shards, none of which holds t
   already a mixture. A document's draws and place depend on its id and the config, not on its shard.
 
 Passes: count (per token shard: tokens per bin of each source's selection point) -> plan (the cuts, from the
-summed counts) -> fill (per token shard: the few documents past each cut that fill the gap) -> references (per token shard, to the parts of the output) -> write (per part). Each pass
-fans out on the Dask cluster when it runs on one (`tasks.fan_out`); the last two resume from their records.
+summed counts) -> fill (per token shard: the few documents past each cut that fill the gap) -> references (per
+token shard, to the parts of the output) -> write (per part). Each pass fans out to the stage's Dask cluster when
+it has one (`tasks.fan_out`), the per-token-shard passes a few shards to a call; the last two resume from their
+records.
 """
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 from configs.mixture import MixtureConfig
-from tasks.fan_out import fan_out
+from tasks.fan_out import Timed, fan_out
 from tasks.mixture.placement import Layout, parts_for, write_part, write_refs
 from tasks.mixture.selection import card_rows, count_shard, fill_candidates, fill_gaps, plan_draws
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT
 
 
-@dataclass(frozen=True)
-class _Timed:
-    """A fanned-out call that also returns its seconds (the stage's task seconds are the sum over calls)."""
-    function: Callable
-
-    def __call__(self, item) -> tuple[float, object]:
-        started = time.perf_counter()
-        result = self.function(item)
-        return time.perf_counter() - started, result
+CALL_SHARDS = 8      # token shards per call in the passes over them: one takes ~10 ms, about a Dask round trip
 
 
 def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: MixtureConfig) -> dict:
@@ -45,8 +37,8 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
         raise ValueError("no token shards to mix")
     seconds: list[float] = []
 
-    def timed_fan_out(function: Callable, items) -> list:
-        timed = fan_out(_Timed(function), items)
+    def timed_fan_out(function: Callable, items, per_call: int = CALL_SHARDS) -> list:
+        timed = fan_out(Timed(function), items, per_call)
         seconds.extend(call_seconds for call_seconds, _ in timed)
         return [result for _, result in timed]
 
@@ -63,7 +55,7 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     timed_fan_out(partial(write_refs, config=config, draws=draws, layout=layout), enumerate(pairs))
     jobs = [(split, part) for split in (TRAIN_SPLIT, VALIDATION_SPLIT) for part in range(layout.parts[split])]
     written = timed_fan_out(partial(write_part, layout=layout, vocab_size=vocab_size,
-                                    shard_tokens=config.shard_tokens), jobs)
+                                    shard_tokens=config.shard_tokens), jobs, per_call=1)
     shutil.rmtree(layout.work)
     shards = [shard for part in written for shard in part["shards"]]
     return {"sources": rows, "train_tokens": realized,

@@ -1,5 +1,5 @@
-"""The mixture's Prefect task (one for the whole mixture: it reads token counts and copies the drawn
-documents' tokens, never texts)."""
+"""The mixture's Prefect task: one for the whole mixture, run in the flow process, whose passes fan out to the
+stage's cluster (they read token counts and copy the drawn documents' tokens, never texts)."""
 from __future__ import annotations
 
 from prefect import task

@@ -1,5 +1,6 @@
 """The filter step, per scored shard: apply the thresholds to the stored attributes (nothing is rescored), keep
-the passing documents with their `kenlm_bucket`, and list every dropped one with its family and reason."""
+the passing documents with their `kenlm_bucket` and their PII redacted (tasks/quality/pii.py), and list every
+dropped one with its family and reason."""
 from __future__ import annotations
 
 import heapq
@@ -9,13 +10,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from configs.quality import QualityFilterConfig
+from configs.quality import PiiConfig, QualityFilterConfig
 from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import write_table
 from tasks.quality.attributes import ATTRIBUTE_TYPES
 from tasks.quality.classifier import seeded_rank
 from tasks.quality.families import family_checks
+from tasks.quality.pii import redact
 from tasks.quality.rules import perplexity_bucket
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
@@ -33,7 +35,7 @@ class FilterJob:
     removed_url: str
 
 
-def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> dict:
+def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii: PiiConfig) -> dict:
     started = time.perf_counter()
     table = read_documents(job.input_url)
     checks = family_checks(config, cutoffs)
@@ -56,8 +58,10 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
             continue
         keep_rows.append(index)
         buckets.append(perplexity_bucket(row, edges))
-        stats.bytes_out += text_bytes
     output = table.take(pa.array(keep_rows, pa.int64())).append_column("kenlm_bucket", pa.array(buckets, pa.string()))
+    if pii.enabled:
+        output = _redacted(output, pii, stats)
+    stats.bytes_out = sum(len(text.encode("utf-8", "surrogatepass")) for text in output.column("text").to_pylist())
     shard_bytes = write_table(output, job.output_url, row_group_size=ROW_GROUP_SIZE)
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
                                      schema=REMOVED_SCHEMA), job.removed_url)
@@ -67,6 +71,18 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict) -> 
     stats.seconds = time.perf_counter() - started
     return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
         funnel={family: dict(counts) for family, counts in funnel.items()}, examples=examples)
+
+
+def _redacted(table: pa.Table, pii: PiiConfig, stats: StageStats) -> pa.Table:
+    """The kept documents' texts with PII replaced; counts per type (`pii_email`, ...) and `pii_documents`."""
+    texts = []
+    for text in table.column("text").to_pylist():
+        redacted, counts = redact(text, pii)
+        texts.append(redacted)
+        stats.notes.update({f"pii_{kind}": count for kind, count in counts.items()})
+        stats.notes["pii_documents"] += bool(counts)
+    field = table.schema.field("text")
+    return table.set_column(table.schema.get_field_index("text"), field, pa.array(texts, field.type))
 
 
 def _remember_example(examples: dict[str, list], label: str, row: dict, limit: int) -> None:

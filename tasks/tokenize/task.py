@@ -1,8 +1,6 @@
-"""The tokenizer stages' work: training (one Prefect task) and tokenization (one plain Dask call per group of
-document shards, from the stage's step), each shard recording its result beside its output so a rerun resumes."""
+"""The tokenizer stages' work: training (one call) and tokenization (one call per group of document shards), run
+as plain Dask tasks by the stages' steps, each recording its result beside its output so a rerun resumes."""
 from __future__ import annotations
-
-from prefect import task
 
 from configs.tokenizer import TokenizerConfig
 from tasks.resumable import run_once, shard_record_url
@@ -10,7 +8,6 @@ from tasks.tokenize.encode import TokenizeJob, tokenize_shard
 from tasks.tokenize.train import train_tokenizer
 
 
-@task(name="train-tokenizer", retries=1, retry_delay_seconds=2)
 def train_tokenizer_task(shard_urls: list[str], model_url: str, config: TokenizerConfig) -> dict:
     return run_once(model_url + ".json", lambda: train_tokenizer(shard_urls, model_url, config))
 
