@@ -7,28 +7,45 @@ import os
 from configs.quality import QualityFilterConfig
 from flows.reporting import StageReport
 from tasks.quality.apply import KEPT
-from tasks.quality.charts import histograms_png
+from tasks.quality.charts import histograms_png, reliability_png
 from tasks.quality.families import thresholds_by_attribute
 
 
-def models_report(kenlm: list[dict], classifier: dict | None) -> StageReport:
+EVALUATION_COLUMNS = ("positives", "negatives", "threshold", "precision", "recall", "auc")
+
+
+def models_report(kenlm: list[dict], classifier: dict | None, folder: str) -> StageReport:
     lines = ["## Quality models", "", "| KenLM language | reference files | lines | characters | model bytes | s |",
              "|---|---|---|---|---|---|",
              *[f"| {row['lang']} | {row['reference_files']} | {row['reference_lines']:,} | {row['reference_chars']:,} "
                f"| {row['kenlm_bytes']:,} | {row['seconds']} |" for row in kenlm]]
-    tables = {"kenlm": kenlm}
+    tables, files = {"kenlm": kenlm}, []
     if classifier:
-        rows = [{"evaluation": "held-out split", **classifier["heldout"]}]
+        evaluations = {"held-out split": classifier["heldout"]}
         if classifier["external"]:
-            rows.append({"evaluation": "quality_labelled (never trained on)", **classifier["external"]})
+            evaluations["quality_labelled (never trained on)"] = classifier["external"]
+        rows = [{"evaluation": name, **{key: result[key] for key in EVALUATION_COLUMNS},
+                 "ece": result["reliability"]["ece"], "ece_uncalibrated": result["reliability_uncalibrated"]["ece"]}
+                for name, result in evaluations.items()]
         tables["classifier"] = rows
+        tables["classifier_thresholds"] = [{"evaluation": name, **row} for name, result in evaluations.items()
+                                           for row in result["at_thresholds"]]
+        calibration = classifier["calibration"]
         lines += ["", f"fastText classifier: {classifier['train_examples']} training examples "
                       f"({classifier['positive_pool']} reference chunks, {classifier['negative_pool']} raw documents "
-                      "available)", "", "| evaluation | positives | negatives | precision | recall | AUC |",
-                  "|---|---|---|---|---|---|",
+                      f"available); Platt calibration a = {calibration['a']}, b = {calibration['b']} from "
+                      f"{calibration['fitted_on']} held-out examples, measured on the other held-out half.", "",
+                  "| evaluation | positives | negatives | precision | recall | AUC | ECE (uncalibrated) |",
+                  "|---|---|---|---|---|---|---|",
                   *[f"| {row['evaluation']} | {row['positives']} | {row['negatives']} | {row['precision']} | "
-                    f"{row['recall']} | {row['auc']} |" for row in rows]]
-    return StageReport(markdown="\n".join(lines), tables=tables)
+                    f"{row['recall']} | {row['auc']} | {row['ece']} ({row['ece_uncalibrated']}) |" for row in rows],
+                  "", f"Precision and recall at threshold {rows[0]['threshold']} of the calibrated probability; at "
+                      "other thresholds in the `classifier_thresholds` table."]
+        files.append(reliability_png({f"{name}, {kind}": result[key] for name, result in evaluations.items()
+                                      for kind, key in (("calibrated", "reliability"),
+                                                        ("uncalibrated", "reliability_uncalibrated"))},
+                                     os.path.join(folder, "classifier_reliability.png")))
+    return StageReport(markdown="\n".join(lines), tables=tables, files=files)
 
 
 def filter_report(config: QualityFilterConfig, cutoffs: dict, funnel: list[dict], drops: dict[str, int],

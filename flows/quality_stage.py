@@ -85,7 +85,7 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: StageResult) -> Sta
         classifier_result = trained[-1] if classifier else None
         write_models_index(models_dir, kenlm_results, classifier_result)
         files = [MODELS_FILE, *[path for row in kenlm_results for path in (row["sentencepiece"], row["kenlm"])],
-                 *([classifier_result["model"]] if classifier_result else [])]
+                 *([classifier_result["model"], classifier_result["calibration_file"]] if classifier_result else [])]
         shards = [ShardEntry(path=name, bytes=os.path.getsize(os.path.join(models_dir, name)),
                              sha256=sha256_file(os.path.join(models_dir, name)), documents=0) for name in files]
         stats = StageStats(seconds=sum(row["seconds"] for row in kenlm_results)
@@ -93,7 +93,8 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: StageResult) -> Sta
         summary = {"kenlm_languages": [row["lang"] for row in kenlm_results],
                    "classifier": {key: classifier_result[key] for key in ("heldout", "external")}
                    if classifier_result else None}
-        return StageOutput(shards=shards, stats=stats, report=models_report(kenlm_results, classifier_result),
+        return StageOutput(shards=shards, stats=stats, report=models_report(kenlm_results, classifier_result,
+                                                                            stage.report_dir),
                            summary=summary)
 
     return run_stage(recipe, spec, produce)

@@ -1,5 +1,5 @@
 """PNG histograms of the quality attributes with the filter's thresholds marked (the marks come from the
-families: tasks/quality/families.thresholds_by_attribute)."""
+families: tasks/quality/families.thresholds_by_attribute), and the classifier's reliability diagram."""
 from __future__ import annotations
 
 import math
@@ -24,4 +24,20 @@ def histograms_png(histograms: dict[str, dict], marks: dict[str, list[float]], p
                 axes.axvline(x, color="tab:red", linestyle="--", linewidth=1.2)
             axes.set_title(f"{name}{' (log10)' if histogram['log10'] else ''}", fontsize=9)
             axes.tick_params(labelsize=7)
+        return save_png(fig, os.fspath(path))
+
+
+def reliability_png(curves: dict[str, dict], path: str) -> str:
+    """Observed share of high-quality examples against the mean predicted probability per bin, one line per
+    evaluation (tasks/quality/calibration.reliability); on the diagonal, a probability means what it says."""
+    with default_style():
+        fig = new_figure((5, 4.2))
+        axes = fig.add_subplot(1, 1, 1)
+        axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1, label="perfectly calibrated")
+        for name, curve in curves.items():
+            bins = curve["bins"]
+            axes.plot([row["predicted"] for row in bins], [row["observed"] for row in bins], marker="o",
+                      label=f"{name} (ECE {curve['ece']:.3f})")
+        axes.set(xlabel="predicted P(high quality)", ylabel="observed share high quality", xlim=(0, 1), ylim=(0, 1))
+        axes.legend(fontsize=7, loc="upper left")
         return save_png(fig, os.fspath(path))

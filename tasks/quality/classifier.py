@@ -1,11 +1,14 @@
 """The fastText quality classifier (DCLM-style): reference text is `__label__hq`, raw web text `__label__cc`.
 
 Examples are split into train and held-out by a hash of their text and the seed, so the split does not depend
-on file order. `hq_prob` is the probability of `__label__hq`.
+on file order; the held-out examples are split again in two halves, one to calibrate the probability (Platt
+scaling, tasks/quality/calibration.py, saved beside the model) and one to measure it. `hq_prob` is the
+calibrated probability of `__label__hq`.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -13,9 +16,12 @@ import tempfile
 import numpy as np
 
 from configs.quality import ClassifierConfig
+from tasks.quality.calibration import calibrated, fit_platt, reliability
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__cc"
+CALIBRATION_SUFFIX = ".calibration.json"          # beside the model: Platt's a and b
+REPORT_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 0.9)
 _SPACES = re.compile(r"\s+")
 MAX_EXAMPLE_CHARS = 10_000
 
@@ -47,7 +53,8 @@ def seeded_rank(text: str, seed: int) -> float:
 
 def train_classifier(positives: list[str], negatives: list[str], model_path: str,
                      config: ClassifierConfig) -> dict:
-    """Train on the non-held-out examples, save the model, return held-out precision / recall / AUC."""
+    """Train on the non-held-out examples, save the model and its calibration (fitted on one half of the held-out
+    examples), and return precision / recall / AUC / calibration error on the other half."""
     import fasttext
 
     examples = _balanced(positives, POSITIVE, config) + _balanced(negatives, NEGATIVE, config)
@@ -65,9 +72,24 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
         os.unlink(handle.name)
     model.save_model(model_path + ".tmp")
     os.replace(model_path + ".tmp", model_path)
-    metrics = evaluate(QualityClassifier(model_path), [text for label, text in heldout if label == POSITIVE],
-                       [text for label, text in heldout if label == NEGATIVE])
-    return {"train_examples": len(train), "heldout": metrics}
+    fitting = [example for example in heldout if seeded_rank(example[1], config.seed + 2) < 0.5]
+    measuring = [example for example in heldout if seeded_rank(example[1], config.seed + 2) >= 0.5]
+    calibration = _calibrate(QualityClassifier(model_path), fitting, model_path)
+    metrics = evaluate(QualityClassifier(model_path), [text for label, text in measuring if label == POSITIVE],
+                       [text for label, text in measuring if label == NEGATIVE])
+    return {"train_examples": len(train), "calibration": calibration, "heldout": metrics}
+
+
+def _calibrate(classifier: "QualityClassifier", examples: list[tuple[str, str]], model_path: str) -> dict:
+    """Platt's a and b from the uncalibrated classifier's scores on `examples`, saved beside the model."""
+    scores = np.array([classifier.hq_prob(text) for _, text in examples])
+    labels = np.array([label == POSITIVE for label, _ in examples], int)
+    a, b = fit_platt(scores, labels)
+    calibration = {"method": "platt", "a": round(a, 6), "b": round(b, 6), "fitted_on": len(examples)}
+    with open(model_path + CALIBRATION_SUFFIX + ".tmp", "w") as handle:
+        json.dump(calibration, handle)
+    os.replace(model_path + CALIBRATION_SUFFIX + ".tmp", model_path + CALIBRATION_SUFFIX)
+    return calibration
 
 
 def _balanced(texts: list[str], label: str, config: ClassifierConfig) -> list[tuple[str, str]]:
@@ -80,14 +102,24 @@ def _balanced(texts: list[str], label: str, config: ClassifierConfig) -> list[tu
 
 def evaluate(classifier: "QualityClassifier", positives: list[str], negatives: list[str],
              threshold: float = 0.5) -> dict:
-    """Precision, recall and ROC AUC of `hq_prob` on labelled texts."""
-    scores = np.array([classifier.hq_prob(text) for text in positives + negatives])
+    """Precision and recall of `hq_prob` at `threshold` and at each of REPORT_THRESHOLDS, ROC AUC, and the
+    reliability of the probabilities with and without calibration, on labelled texts."""
+    texts = positives + negatives
+    scores = np.array([classifier.hq_prob(text) for text in texts])
+    raw = np.array([classifier.hq_prob(text, calibrate=False) for text in texts])
     labels = np.array([1] * len(positives) + [0] * len(negatives))
+    return {"positives": len(positives), "negatives": len(negatives), "threshold": threshold,
+            **precision_recall(scores, labels, threshold), "auc": roc_auc(labels, scores),
+            "at_thresholds": [{"threshold": value, **precision_recall(scores, labels, value)}
+                              for value in REPORT_THRESHOLDS],
+            "reliability": reliability(scores, labels), "reliability_uncalibrated": reliability(raw, labels)}
+
+
+def precision_recall(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict:
     predicted = scores >= threshold
     true_positive = int((predicted & (labels == 1)).sum())
-    return {"positives": len(positives), "negatives": len(negatives),
-            "precision": round(true_positive / max(int(predicted.sum()), 1), 4),
-            "recall": round(true_positive / max(len(positives), 1), 4), "auc": roc_auc(labels, scores)}
+    return {"precision": round(true_positive / max(int(predicted.sum()), 1), 4),
+            "recall": round(true_positive / max(int(labels.sum()), 1), 4)}
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
@@ -111,7 +143,16 @@ class QualityClassifier:
             self.model = fasttext.load_model(model_path)
         except ValueError as error:
             raise ModelFileError(f"cannot read quality classifier {model_path} ({error}); {REBUILD_HINT}") from None
+        calibration_path = model_path + CALIBRATION_SUFFIX
+        self.calibration = None
+        if os.path.isfile(calibration_path):
+            with open(calibration_path) as handle:
+                self.calibration = json.load(handle)
 
-    def hq_prob(self, text: str) -> float:
+    def hq_prob(self, text: str, calibrate: bool = True) -> float:
+        """The probability that `text` is high quality: calibrated when the model has a calibration."""
         labels, probs = self.model.predict(example_text(text), k=2)
-        return round(float(dict(zip(labels, probs)).get(POSITIVE, 0.0)), 5)
+        probability = float(dict(zip(labels, probs)).get(POSITIVE, 0.0))
+        if calibrate and self.calibration:
+            probability = calibrated(probability, self.calibration["a"], self.calibration["b"])
+        return round(probability, 5)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from configs.quality import ClassifierConfig, KenlmConfig
 from storage.document_shard import read_documents
-from tasks.quality.classifier import (QualityClassifier, chunk_lines, evaluate, seeded_rank, train_classifier)
+from tasks.quality.classifier import (CALIBRATION_SUFFIX, QualityClassifier, chunk_lines, evaluate, seeded_rank,
+                                     train_classifier)
 from tasks.quality.perplexity import REBUILD_HINT, KenlmModelFiles, ModelFileError, train_kenlm
 from tasks.quality.reference import read_reference, reference_files, without_heldout
 
@@ -72,7 +73,8 @@ def train_quality_classifier(negative_shards: list[str], models_dir: str, config
     if evaluation.get("positives") or evaluation.get("negatives"):
         external = evaluate(classifier, _labelled_examples(evaluation.get("positives", []), config),
                             _labelled_examples(evaluation.get("negatives", []), config))
-    return result | {"model": CLASSIFIER_FILE, "positive_pool": len(positives), "negative_pool": len(negatives),
+    return result | {"model": CLASSIFIER_FILE, "calibration_file": CLASSIFIER_FILE + CALIBRATION_SUFFIX,
+                     "positive_pool": len(positives), "negative_pool": len(negatives),
                      "positive_lines_heldout": heldout,
                      "external": external, "seconds": round(time.perf_counter() - started, 3)}
 
