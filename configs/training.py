@@ -127,11 +127,20 @@ class TrainMlflowSpec(StrictModel):
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
     tags: dict[str, str] = Field(default_factory=dict, description="lineage: the data manifests the run read")
+    log_model: bool = Field(True, description=(
+        "log the final checkpoint as an MLflow logged model with its tokenizer (`sluice sample` reads it); a "
+        "ladder, whose runs are measurements, turns it off"))
     register_model: str | None = Field(None, description=(
         "register the trained model in MLflow's model registry under this name (tagged with its data's digests); "
         "None: logged with the run, not registered"))
     system_metrics_interval_s: float | None = Field(10.0, gt=0, description=(
         "seconds between MLflow system-metrics samples (CPU, memory, disk, network, GPU); None: off"))
+
+    @model_validator(mode="after")
+    def _registered_only_if_logged(self) -> "TrainMlflowSpec":
+        if self.register_model and not self.log_model:
+            raise ValueError("register_model needs log_model: only a logged model can be registered")
+        return self
 
 
 class CheckpointSpec(StrictModel):

@@ -80,8 +80,8 @@ def training_flow(config: TrainingConfig) -> dict:
         run_id = json.load(handle)["run_id"]
     if "loss" not in last:      # nothing left to train: the run's final figures are in MLflow
         last |= _final_metrics(config, run_id)
-    model_uri = _logged_model(config, run_id)
-    logger.info("trained model: %s", model_uri or "not logged (no tokenizer)")
+    model_uri = _logged_model(config, run_id) if config.mlflow.log_model else None
+    logger.info("trained model: %s", model_uri or "not logged (no tokenizer, or mlflow.log_model is off)")
     findings = doctor(run_id, tracking_uri(config.mlflow.tracking_uri))["findings"]
     for finding in findings:
         logger.warning("doctor: %s: %s; fix: %s", finding["check"], finding["seen"], finding["fix"])
