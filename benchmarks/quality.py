@@ -100,9 +100,19 @@ def kenlm_child(args) -> int:
     for text in documents:
         scorer.perplexity(text)
     seconds = time.perf_counter() - started
+    # What the oracle can show: the share of the text CCNet scored that the fixture still has, and the range.
+    shares = [len(doc["text"]) / doc["metadata"]["length"] for doc in oracle]
+    whole = [index for index, share in enumerate(shares) if share >= 0.9]
+    whole_correlation = spearmanr([ours[i] for i in whole], [oracle[i]["metadata"]["perplexity"] for i in whole])
     print(json.dumps({"training": trained, "ccnet_documents": len(oracle),
                       "spearman": round(float(correlation.statistic), 4),
                       "spearman_p": round(float(correlation.pvalue), 4),
+                      "oracle": {"buckets": dict(Counter(doc["metadata"]["bucket"] for doc in oracle)),
+                                 "perplexity_range": [min(doc["metadata"]["perplexity"] for doc in oracle),
+                                                      max(doc["metadata"]["perplexity"] for doc in oracle)],
+                                 "median_share_of_scored_text_present": round(sorted(shares)[len(shares) // 2], 3),
+                                 "documents_with_90pct_of_scored_text": len(whole),
+                                 "spearman_on_those": round(float(whole_correlation.statistic), 4)},
                       "pairs": [[a, doc["metadata"]["perplexity"]] for a, doc in zip(ours, oracle)],
                       "scored_documents": len(documents), "seconds": round(seconds, 3),
                       "docs_per_s": round(len(documents) / seconds, 1)}))
@@ -209,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         "peer_seconds_per_filter": peer["seconds"],
         "peer_gopher_repetition_share_of_time": round(peer["seconds"]["gopher_repetition"] / peer_seconds, 3),
         "kenlm_spearman_vs_ccnet": kenlm["spearman"], "kenlm_spearman_p": kenlm["spearman_p"],
+        "kenlm_ccnet_oracle": kenlm["oracle"],
         "kenlm_docs_per_s": kenlm["docs_per_s"], "kenlm_training_seconds": kenlm["training"]["seconds"],
         "classifier_auc": classifier["heldout"]["auc"], "classifier_heldout": classifier["heldout"],
         "classifier_calibration": classifier["calibration"],
