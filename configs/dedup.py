@@ -90,6 +90,16 @@ class ParagraphDedupConfig(StrictModel):
                                                      "(`too_short_after_paragraph_dedup`)")
 
 
+class SubstringDedupConfig(StrictModel):
+    """Lee et al. 2021's ExactSubstr by hashed word windows (tasks/dedup/substrings.py): spans of at least
+    `min_words` words found in two or more distinct kept documents stay in one and are cut from the others."""
+    enabled: bool = Field(False, description=(
+        "off by default: it shuffles 20 bytes per word of the corpus, about three times the text itself"))
+    min_words: int = Field(50, ge=8, description="the shortest repeated span cut (Lee et al.: 50 tokens)")
+    min_chars_after: int = Field(1, ge=1, description="documents left shorter are dropped "
+                                                     "(`too_short_after_substring_dedup`)")
+
+
 class DedupConfig(StrictModel):
     enabled: bool = True
     scope: Literal["global", "source"] = Field("global", description="compare across all sources, or within "
@@ -102,3 +112,4 @@ class DedupConfig(StrictModel):
     url: UrlDedupConfig = Field(default_factory=UrlDedupConfig)
     minhash: MinHashConfig = Field(default_factory=MinHashConfig)
     paragraphs: ParagraphDedupConfig = Field(default_factory=ParagraphDedupConfig)
+    substring: SubstringDedupConfig = Field(default_factory=SubstringDedupConfig)

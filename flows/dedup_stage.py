@@ -15,7 +15,7 @@ from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, 
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
-from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task
+from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task, substrings_task
 from tasks.fan_out import call_seconds
 
 STAGE = "dedup"
@@ -55,6 +55,9 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         paragraphs = step("paragraphs", lambda: map_tasks(paragraphs_task, buckets, "dedup paragraphs", work=work,
                                                           parts=parts, config=config)
                           if config.paragraphs.enabled else [])
+        substrings = step("substrings", lambda: map_tasks(substrings_task, buckets, "dedup substrings", work=work,
+                                                          parts=parts, config=config)
+                          if config.substring.enabled else [])
         jobs = [ApplyJob(url, part, stage.path("shards", os.path.basename(url)),
                          stage.path("removed", os.path.basename(url)))
                 for url, part in zip(shard_urls, parts)]
@@ -74,6 +77,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
             "propagation_rounds": clusters["propagation_rounds"],
             "distinct_paragraphs": sum(result["paragraphs"] for result in paragraphs),
             "repeated_paragraphs": sum(result["repeated_paragraphs"] for result in paragraphs),
+            "repeated_windows": sum(result["repeated_windows"] for result in substrings),
         })
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in applied], stats=stats,
                            task_results=applied, report=dedup_report(config, stats, clusters, steps, stage.report_dir))

@@ -1,5 +1,6 @@
-"""Dedup's last step, per document shard: drop the removed documents, cut repeated paragraphs, add the cluster
-attributes, and list every removed document with its reason beside the output (nothing is lost silently)."""
+"""Dedup's last step, per document shard: drop the removed documents, cut repeated substrings and then repeated
+paragraphs, add the cluster attributes, and list every removed document with its reason beside the output
+(nothing is lost silently)."""
 from __future__ import annotations
 
 import time
@@ -17,12 +18,14 @@ from tasks.dedup.clusters import decisions_path
 from tasks.dedup.features import doc_numbers
 from tasks.dedup.normalize import key64, normalize_lines
 from tasks.dedup.paragraphs import repeated_path
+from tasks.dedup.substrings import cut_windows, without_windows
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
 REMOVED_SCHEMA = pa.schema([("id", pa.string()), ("url", pa.string()), ("reason", pa.string()),
                             ("dup_cluster", pa.string())])
 TOO_SHORT = "too_short_after_paragraph_dedup"
+TOO_SHORT_AFTER_SUBSTRINGS = "too_short_after_substring_dedup"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     decisions = {row["doc"]: row for bucket in range(config.buckets)
                  for row in read_table(decisions_path(work, job.part, bucket)).to_pylist()}
     repeated = _repeated_keys(work, config) if config.paragraphs.enabled else frozenset()
+    windows = cut_windows(work, job.part, config.buckets) if config.substring.enabled else {}
     stats = StageStats(candidates=table.num_rows)
 
     keep_rows, texts, clusters, sizes, removed = [], [], [], [], []
@@ -52,6 +56,13 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
             stats.drop(decision["reason"], text_bytes)
             removed.append((ids[row], urls[row], decision["reason"], decision["dup_cluster"]))
             continue
+        if doc in windows:
+            text, spans, chars = without_windows(text, windows[doc], config.substring.min_words)
+            stats.notes.update(substring_spans_cut=spans, substring_chars_cut=chars, substring_documents_cut=1)
+            if len(text.strip()) < config.substring.min_chars_after:
+                stats.drop(TOO_SHORT_AFTER_SUBSTRINGS, text_bytes)
+                removed.append((ids[row], urls[row], TOO_SHORT_AFTER_SUBSTRINGS, None))
+                continue
         kept_text = _without_repeated(text, repeated, config.paragraphs, stats)
         if len(kept_text.strip()) < config.paragraphs.min_chars_after:
             stats.drop(TOO_SHORT, text_bytes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,7 @@ def decide_bucket(work: str, parts: list[str], config: DedupConfig, bucket: int)
             clusters.append([row[0] for row in sorted(decided, key=lambda row: not row[1])])
     decisions = pa.Table.from_pylist([dict(zip(DECISION_SCHEMA.names, row)) for row in rows if not row[1]
                                       or row[4] > 1], schema=DECISION_SCHEMA)
-    _write_per_part(decisions, work, parts, bucket)
+    write_per_part(decisions, parts, lambda part: decisions_path(work, part, bucket))
     removed = [row for row in rows if not row[1]]
     save_array(np.sort(np.array([row[0] for row in removed], np.int64)), removed_path(work, bucket))
     reason = {row[0]: row[2] for row in removed}
@@ -105,13 +106,13 @@ def _decide(members: list[int], info: dict[int, dict], policy: str) -> list[tupl
     return decided
 
 
-def _write_per_part(decisions: pa.Table, work: str, parts: list[str], bucket: int) -> None:
-    """Every part gets a file (empty ones too, so the apply step knows what to read); one sort, then slices."""
-    decisions = decisions.sort_by("doc")
-    bounds = np.searchsorted(part_of(decisions.column("doc").to_numpy()), [int(part) for part in parts] + [len(parts)])
+def write_per_part(rows: pa.Table, parts: list[str], path_of: Callable[[str], str]) -> None:
+    """Rows with a `doc` column split by document part, every part getting a file (empty ones too, so the apply
+    step knows what to read); one sort, then slices."""
+    rows = rows.sort_by("doc")
+    bounds = np.searchsorted(part_of(rows.column("doc").to_numpy()), [int(part) for part in parts] + [len(parts)])
     for index, part in enumerate(parts):
-        write_table(decisions.slice(bounds[index], bounds[index + 1] - bounds[index]),
-                    decisions_path(work, part, bucket))
+        write_table(rows.slice(bounds[index], bounds[index + 1] - bounds[index]), path_of(part))
 
 
 def _ranked(clusters: list[list[int]], reason: dict[int, str]) -> tuple[list[list[int]], list[list[int]]]:

@@ -5,6 +5,8 @@ For document shard `part` it writes
 - `urls/`      the same rows bucketed by url_key, for URL dedup
 - `bands/`     (band_key, doc) per LSH band, bucketed by band_key
 - `paragraphs/` (paragraph_key, doc, text_key) once per distinct line of a document, bucketed by paragraph_key
+- `windows/`   (window_key, doc, text_key, word) per window of `substring.min_words` words, bucketed by window_key
+  (only when substring dedup is on)
 - `signatures/<part>.npy` the MinHash signatures, read back to verify candidate pairs.
 A document is named by `doc` = part number << 32 | row, which only these internal files use.
 """
@@ -19,6 +21,7 @@ from storage.arrays import save_array
 from tasks.dedup.minhash import band_keys, shingle_hashes, signatures, token_hashes
 from tasks.dedup.normalize import key64, normalize_lines, normalize_text, normalize_url
 from tasks.dedup.shuffle import write_buckets
+from tasks.dedup.windows import window_rows
 
 KEY_SCHEMA = pa.schema([("doc", pa.int64()), ("id", pa.string()), ("date", pa.string()), ("length", pa.int64()),
                         ("text_key", pa.int64()), ("url_key", pa.int64())])
@@ -84,6 +87,9 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
     if config.paragraphs.enabled:
         write_buckets(_paragraph_rows(texts, docs, text_keys, config.paragraphs), "paragraph_key",
                       config.buckets, f"{work}/paragraphs", name)
+    if config.substring.enabled:
+        write_buckets(window_rows(texts, docs, text_keys, config.substring), "window_key", config.buckets,
+                      f"{work}/windows", name)
     return {"part": part, "documents": len(texts), "without_shingles": without_shingles}
 
 

@@ -12,6 +12,7 @@ from tasks.dedup.exact import exact_edges, url_losers
 from tasks.dedup.features import compute_features, part_name
 from tasks.dedup.lsh import verified_edges
 from tasks.dedup.paragraphs import repeated_paragraphs
+from tasks.dedup.substrings import repeated_windows
 
 
 def dedup_shards(shard_urls: list[str], out_dir: str, config: DedupConfig) -> dict:
@@ -29,6 +30,9 @@ def dedup_shards(shard_urls: list[str], out_dir: str, config: DedupConfig) -> di
     if config.paragraphs.enabled:
         for bucket in range(config.buckets):
             repeated_paragraphs(work, bucket, parts, config.buckets, config.paragraphs)
+    if config.substring.enabled:
+        for bucket in range(config.buckets):
+            repeated_windows(work, bucket, parts, config.buckets)
     shards = [apply_decisions(ApplyJob(url, part, f"{out_dir}/shards/{os.path.basename(url)}",
                                        f"{out_dir}/removed/{os.path.basename(url)}"), work, config)
               for url, part in zip(shard_urls, parts)]

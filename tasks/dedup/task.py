@@ -17,6 +17,7 @@ from tasks.dedup.exact import exact_edges, url_losers
 from tasks.dedup.features import compute_features
 from tasks.dedup.lsh import verified_edges
 from tasks.dedup.paragraphs import repeated_paragraphs
+from tasks.dedup.substrings import repeated_windows
 from tasks.resumable import run_once, shard_record_url
 
 
@@ -61,3 +62,8 @@ def paragraphs_task(bucket: int, work: str, parts: list[str], config: DedupConfi
 
 def apply_task(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     return run_once(shard_record_url(job.output_url), _measured(lambda: apply_decisions(job, work, config)))
+
+
+def substrings_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
+    return run_once(_record(work, "substrings", bucket),
+                    _measured(lambda: repeated_windows(work, bucket, parts, config.buckets)))
