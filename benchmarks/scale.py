@@ -47,7 +47,7 @@ def run_child_flow(args) -> int:
     recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", {"train": {"enabled": False}})
     stages = curation_flow(recipe)["stages"]
     print(json.dumps({name: {key: stage["stats"].get(key) for key in (
-        "candidates", "documents_out", "wall_seconds", "seconds", "task_slots", "orchestration_share")}
+        "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "task_slots", "orchestration_share")}
         for name, stage in stages.items()}))
     return 0
 

@@ -73,13 +73,19 @@ def completed(function: Callable[..., Result], items: Iterable) -> Iterator[tupl
 
 
 def _on_cluster(client, timed: Callable, items: list) -> Iterator[tuple[int, tuple[float, object]]]:
+    """Each call's result as it finishes; a result is released on the cluster once it is here, and a caller
+    that consumes results as they come holds one at a time (the summary's per-shard sketches add up that way)."""
     from distributed import as_completed
 
     futures = client.map(timed, items, pure=False, retries=1)
     index_of = {future.key: index for index, future in enumerate(futures)}
-    for future in as_completed(futures, loop=client.loop):
+    finishing = as_completed(futures, loop=client.loop)
+    del futures
+    for future in finishing:
         index = index_of[future.key]
-        yield index, _naming(items[index], future.result)
+        result = _naming(items[index], future.result)
+        future.release()
+        yield index, result
 
 
 def call(job: Callable[[], Result]) -> Result:

@@ -1,6 +1,7 @@
 """The corpus-level pass before filtering: perplexity bucket edges per language, the classifier's threshold for
 keep-top-k%, and histograms of the attributes the thresholds read. It reads attribute columns only, one shard
-per call, in two passes whose per-shard results merge by addition (fanned out on the Dask cluster):
+per call, in two passes whose per-shard results merge by addition as they arrive (fanned out on the Dask cluster,
+so the flow process holds one shard's sketch at a time, not the corpus's):
 
 1. sketch: per shard, counts over RANK_BINS fixed bins of each ranked value (log10 perplexity per language,
    the classifier's probability on a logit scale), and each charted attribute's range and missing count;
@@ -21,7 +22,7 @@ import numpy as np
 
 from configs.quality import QualityConfig
 from storage.document_shard import read_documents
-from tasks.fan_out import fan_out
+from tasks.fan_out import completed
 from tasks.quality.families import histogram_scales
 
 HISTOGRAMS = histogram_scales()      # attribute -> binned on a log10 scale
@@ -130,7 +131,7 @@ class OrderStatistics:
 
 def summarize_attributes(shard_urls: list[str], config: QualityConfig) -> dict:
     sketch = Sketch()
-    for part in fan_out(sketch_shard, shard_urls):
+    for _, part in completed(sketch_shard, shard_urls):
         sketch.add(part)
     statistics = {key: OrderStatistics(counts) for key, counts in sketch.counts.items()}
     ranks = {key: _wanted_ranks(key, stats.size, config) for key, stats in statistics.items()}
@@ -138,7 +139,7 @@ def summarize_attributes(shard_urls: list[str], config: QualityConfig) -> dict:
     edges = {name: np.histogram_bin_edges(np.array(limits), bins=BINS) for name, limits in sketch.ranges.items()}
     in_bins: dict = defaultdict(lambda: defaultdict(list))
     charts = {name: np.zeros(BINS, np.int64) for name in edges}
-    for found, counts in fan_out(partial(boundary_shard, wanted=wanted, edges=edges), shard_urls):
+    for _, (found, counts) in completed(partial(boundary_shard, wanted=wanted, edges=edges), shard_urls):
         for key, by_bin in found.items():
             for index, values in by_bin.items():
                 in_bins[key][index].append(values)
