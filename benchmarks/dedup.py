@@ -8,8 +8,8 @@ Writes benchmarks/results/dedup.json. Everything else lives under benchmarks/_wo
 What runs, each in a fresh process, one at a time:
 1. extraction of the bench corpus (`curation_flow` with dedup off; cached in _work/dedup-bench/extract-store).
 2. sluice's dedup stage as a Prefect flow on a Dask LocalCluster of 1 and of 2 workers, fresh store each time,
-   in two recipes: `full` (the demo's dedup: exact + URL + MinHash-LSH + repeated paragraphs) and `minhash`
-   (exact + MinHash only, what datatrove does). Stage wall = the manifest's `wall_seconds` (the stage's work,
+   in three recipes: `full` (the demo's dedup: exact + URL + MinHash-LSH + repeated paragraphs), `minhash`
+   (exact + MinHash only, what datatrove does) and `substring` (`full` plus substring dedup). Stage wall = the manifest's `wall_seconds` (the stage's work,
    without the one-time Prefect / Dask start-up, which is reported apart as `call_seconds`).
 3. datatrove (benchmarks/peer_dedup_datatrove.py, its own venv) with 1 and 2 workers, same 5-gram shingles and
    14 x 8 bands x rows; its wall is the sum of its 4 executor runs (pool start-up included).
@@ -37,6 +37,7 @@ GOALS = {"precision": 0.99, "recall_at_0.85": 0.99, "recall_at_0.75": 0.90, "rec
 RECIPES = {
     "full": {},
     "minhash": {"url": {"enabled": False}, "paragraphs": {"enabled": False}},
+    "substring": {"substring": {"enabled": True}},          # the full recipe plus substring dedup (issue 19)
 }
 NOT_DEDUP_DECISIONS = ("too_short_after_paragraph_dedup",)  # drops by paragraph removal are not duplicate calls
 
@@ -124,8 +125,8 @@ def false_positives_on_text(extract: dict, labels: Path, removed: dict[str, dict
     similar, kinds = [], Counter()
     for doc_id, row in removed.items():
         label = label_of.get(records[doc_id], {})
-        if label.get("dup_cluster") is not None:
-            continue
+        if label.get("dup_cluster") is not None or row["dup_cluster"] is None:   # a true removal, or a text cut
+            continue                                                             # empty (no keeper to compare)
         mine, kept = texts[doc_id], texts[row["dup_cluster"]]
         jaccard = len(mine & kept) / max(1, len(mine | kept))
         similar.append(jaccard)
