@@ -238,8 +238,8 @@ def _lr_schedule(run: RunHistory) -> list[Finding]:
     spec = OptimizerSpec(lr=float(lr), warmup_steps=int(run.param("optimizer.warmup_steps", 0)),
                          min_lr_ratio=float(run.param("optimizer.min_lr_ratio", 0.1)))
     total, expected = run.total_steps(), _scheduled_rates(run)
-    off = [(step, value, expected(step, spec, total)) for step, value in sorted(rates.items())
-           if abs(value - expected(step, spec, total)) > 1e-3 * spec.lr]
+    off = [(step, value, wanted) for step, value in sorted(rates.items())
+           if abs(value - (wanted := expected(step, spec, total))) > 1e-3 * spec.lr]
     if not off:
         return []
     step, value, wanted = off[0]
@@ -255,8 +255,7 @@ def _scheduled_rates(run: RunHistory):
     otherwise step s is the schedule's step s - 1."""
     tokens, batches = run.series("tokens"), run.series("batch_sequences")
     per_update = int(run.param("plan.tokens_per_update", 0))
-    full_batch = (int(run.param("micro_batch_size", 1)) * int(run.param("hardware.data_parallel", 1))
-                  * int(run.param("grad_accumulation", 1)))
+    full_batch = _full_batch(run)
     scaling = run.param("batch_ramp.lr_scaling", "none")
 
     def expected(step: int, spec: OptimizerSpec, total: int) -> float:
@@ -264,7 +263,8 @@ def _scheduled_rates(run: RunHistory):
             return learning_rate(step - 1, total, spec)
         batch = int(batches[step])
         before = int(tokens[step]) - batch * per_update // full_batch
-        return learning_rate(schedule_position(before, per_update), total, spec) * lr_factor(batch, full_batch, scaling)
+        rate = learning_rate(schedule_position(before, per_update), total, spec)
+        return rate * lr_factor(batch, full_batch, scaling)
     return expected
 
 
@@ -273,8 +273,7 @@ def _noise_scale(run: RunHistory) -> list[Finding]:
     if len(estimates) < 4:
         return []
     b_noise = statistics.median(estimates[-max(4, len(estimates) // 4):])
-    batch = (int(run.param("micro_batch_size", 1)) * int(run.param("hardware.data_parallel", 1))
-             * int(run.param("grad_accumulation", 1)))
+    batch = _full_batch(run)
     if b_noise <= 0:             # the estimators' difference is still noise: no measurement to compare with
         return []
     ratio = batch / b_noise
@@ -284,6 +283,12 @@ def _noise_scale(run: RunHistory) -> list[Finding]:
                     f"noise scale B_noise ({b_noise:.1f} sequences)",
                     "above: most of each batch is wasted compute, use a smaller batch (or a ramp); below: updates are "
                     "noisy, use a larger batch or a lower learning rate", {"batch": batch, "b_noise": b_noise})]
+
+
+def _full_batch(run: RunHistory) -> int:
+    """Sequences per full update, as configured (a batch ramp ends there)."""
+    return (int(run.param("micro_batch_size", 1)) * int(run.param("hardware.data_parallel", 1))
+            * int(run.param("grad_accumulation", 1)))
 
 
 def _grad_norm_growth(run: RunHistory) -> list[Finding]:

@@ -41,11 +41,9 @@ def repeated_windows(work: str, bucket: int, parts: list[str], buckets: int) -> 
     first[1:] = keys[1:] != keys[:-1]
     group = np.cumsum(first) - 1
     owner = texts[first][group]                          # the smallest text key of each window
-    shared = np.zeros(keys.size, bool)
-    if keys.size:
-        distinct = np.ones(keys.size, bool)
-        distinct[1:] = first[1:] | (texts[1:] != texts[:-1])
-        shared = np.bincount(group, weights=distinct)[group] >= 2
+    distinct = np.ones(keys.size, bool)                  # the first row of each (window, text)
+    distinct[1:] = first[1:] | (texts[1:] != texts[:-1])
+    shared = np.bincount(group, weights=distinct)[group] >= 2
     cut = order[shared & (texts != owner)]
     cuts = pa.table({"doc": rows.column("doc").to_numpy()[cut], "word": rows.column("word").to_numpy()[cut]},
                     schema=CUT_SCHEMA)

@@ -3,13 +3,13 @@ consecutive words of a document (lower-cased, split on white space), hashed by a
 64-bit word hashes, so a window has the same key in whatever document or position it occurs."""
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np
 import pyarrow as pa
 
 from configs.dedup import SubstringDedupConfig
+from tasks.dedup.normalize import key64
 
 WINDOW_SCHEMA = pa.schema([("window_key", pa.int64()), ("doc", pa.int64()), ("text_key", pa.int64()),
                            ("word", pa.int32())])
@@ -28,17 +28,15 @@ def window_keys(text: str, spans: list[tuple[int, int]], min_words: int) -> np.n
     count = len(spans) - min_words + 1
     if count <= 0:
         return np.empty(0, np.int64)
-    words = np.array([_word_hash(text[start:end].lower()) for start, end in spans], np.uint64)
+    words = [text[start:end].lower() for start, end in spans]
+    hashes = {word: key64(word) for word in set(words)}          # each distinct word hashed once
+    hashed = np.array([hashes[word] for word in words], np.int64).view(np.uint64)
     # Integer arithmetic on uint64 arrays wraps modulo 2^64, which is the ring the hash lives in.
-    powers = np.cumprod(np.concatenate([np.ones(1, np.uint64), np.full(len(words) - 1, _BASE, np.uint64)]))
-    prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(words * powers, dtype=np.uint64)])
+    powers = np.cumprod(np.concatenate([np.ones(1, np.uint64), np.full(len(hashed) - 1, _BASE, np.uint64)]))
+    prefix = np.concatenate([np.zeros(1, np.uint64), np.cumsum(hashed * powers, dtype=np.uint64)])
     inverse = np.cumprod(np.concatenate([np.ones(1, np.uint64), np.full(count - 1, _BASE_INVERSE, np.uint64)]))
     keys = (prefix[min_words:min_words + count] - prefix[:count]) * inverse
     return keys.view(np.int64)
-
-
-def _word_hash(word: str) -> int:
-    return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
 def window_rows(texts: list[str], docs: np.ndarray, text_keys: list[int], config: SubstringDedupConfig) -> pa.Table:

@@ -46,7 +46,7 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii
     examples: dict[str, list] = {}
     names = ["id", "url", "lang", "text", *ATTRIBUTE_TYPES]
     for index, row in enumerate(table.select(names).to_pylist()):
-        text_bytes = len(row["text"].encode("utf-8", "surrogatepass"))
+        text_bytes = _utf8_size(row["text"])
         stats.bytes_in += text_bytes
         family, reason = next(((family, reason) for family, check in checks if (reason := check(row))), (None, None))
         label = f"{family}/{reason}" if family else KEPT
@@ -58,10 +58,10 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii
             continue
         keep_rows.append(index)
         buckets.append(perplexity_bucket(row, edges))
+        stats.bytes_out += text_bytes
     output = table.take(pa.array(keep_rows, pa.int64())).append_column("kenlm_bucket", pa.array(buckets, pa.string()))
     if pii.enabled:
         output = _redacted(output, pii, stats)
-    stats.bytes_out = sum(len(text.encode("utf-8", "surrogatepass")) for text in output.column("text").to_pylist())
     shard_bytes = write_table(output, job.output_url, row_group_size=ROW_GROUP_SIZE)
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
                                      schema=REMOVED_SCHEMA), job.removed_url)
@@ -74,15 +74,22 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii
 
 
 def _redacted(table: pa.Table, pii: PiiConfig, stats: StageStats) -> pa.Table:
-    """The kept documents' texts with PII replaced; counts per type (`pii_email`, ...) and `pii_documents`."""
+    """The kept documents' texts with PII replaced; counts per type (`pii_email`, ...) and `pii_documents`, and
+    `bytes_out` corrected for the texts that changed."""
     texts = []
     for text in table.column("text").to_pylist():
         redacted, counts = redact(text, pii)
         texts.append(redacted)
-        stats.notes.update({f"pii_{kind}": count for kind, count in counts.items()})
-        stats.notes["pii_documents"] += bool(counts)
+        if counts:
+            stats.notes.update({f"pii_{kind}": count for kind, count in counts.items()})
+            stats.notes["pii_documents"] += 1
+            stats.bytes_out += _utf8_size(redacted) - _utf8_size(text)
     field = table.schema.field("text")
     return table.set_column(table.schema.get_field_index("text"), field, pa.array(texts, field.type))
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _remember_example(examples: dict[str, list], label: str, row: dict, limit: int) -> None:
