@@ -94,14 +94,16 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     started = time.perf_counter()
     with calls_on(_dask_client()) as calls:
         output = produce(context)
-    wall = time.perf_counter() - started
+    wall = round(time.perf_counter() - started, 3)
+    call_seconds = round(calls.seconds, 3)
     slots = task_slots()
-    stats = output.stats.to_dict() | {"call_seconds": round(calls.seconds, 3)} | (
-        {"task_slots": slots, "orchestration_share": orchestration_share(wall, calls.seconds, slots)} if slots else {})
+    # the share is computed from the rounded figures the stats hold, so a reader can recompute it from them
+    stats = output.stats.to_dict() | {"call_seconds": call_seconds} | (
+        {"task_slots": slots, "orchestration_share": orchestration_share(wall, call_seconds, slots)} if slots else {})
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,
-        stats=stats | ({"summary": output.summary} if output.summary else {}) | {"wall_seconds": round(wall, 3),
+        stats=stats | ({"summary": output.summary} if output.summary else {}) | {"wall_seconds": wall,
                        "docs_per_second_wall": round(output.stats.candidates / wall, 2) if wall else 0.0},
     )
     if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)
