@@ -18,6 +18,8 @@ Definitions
       "0.95" = [0.95, 1], "0.85" = [0.85, 0.95), "0.75" = [0.75, 0.85), "0.6" = [0.6, 0.75), "below_0.6" = < 0.6
   (a near_dup without measured_jaccard counts in `recall` only). Each value is the recall, None when the bucket
   holds no pair; `counts_by_jaccard` gives the number of pairs per bucket, `recall` the figure over all pairs.
+- residual_duplicate_share = surplus copies kept / documents kept: for every `dup_cluster`, the documents of it
+  kept beyond the first. 0 when no duplicate survives next to another copy of itself.
 
 Manual use:
     .venv/bin/python benchmarks/dedup_quality.py --labels CORPUS/labels.jsonl KEPT.json
@@ -63,6 +65,7 @@ def score(labels_path: str, documents: Iterable[tuple[str, bool]]) -> dict:
         if kept and cluster:
             kept_in_cluster[cluster] += 1
 
+    residual = sum(count - 1 for count in kept_in_cluster.values())
     removed = true_positives = 0
     false_positive_examples = []
     for record_id, kept in documents:
@@ -107,6 +110,7 @@ def score(labels_path: str, documents: Iterable[tuple[str, bool]]) -> dict:
         "recall_exact": _ratio(pairs["exact"][1], pairs["exact"][0]),
         "recall_by_jaccard": {name: _ratio(detected, count) for name, (count, detected) in by_jaccard.items()},
         "counts_by_jaccard": {name: count for name, (count, _) in by_jaccard.items()},
+        "residual_duplicate_share": _ratio(residual, len(documents) - removed),
         "false_positive_examples": false_positive_examples,
     }
 

@@ -29,7 +29,8 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
         rates = expected_error_rates(bands, rows, threshold)
         files.append(s_curve_png(bands, rows, threshold, os.path.join(folder, "s_curve.png")))
         tables["s-curve"] = s_curve_rows(bands, rows)
-        lines += [f"- MinHash: {config.minhash.ngram}-gram shingles, {bands} bands x {rows} rows = {bands * rows} "
+        lines += [f"- MinHash: {config.minhash.ngram}-word shingles ({config.minhash.character_ngram} characters for "
+                  f"{', '.join(config.minhash.character_languages)}), {bands} bands x {rows} rows = {bands * rows} "
                   f"permutations, seed {config.minhash.seed}; S-curve knee (1/b)^(1/r) = {knee:.3f}",
                   f"- candidates verified at estimated Jaccard >= {config.minhash.verify_jaccard}: "
                   f"{stats.notes['verified_pairs']} of {stats.notes['candidate_pairs']} candidate pairs kept",

@@ -71,7 +71,8 @@ def compute_features(shard_url: str, part: int, work: str, config: DedupConfig) 
     without_shingles = 0
     if config.minhash.enabled:
         bands, rows = config.minhash.lsh_shape()
-        shingles = [shingle_hashes(token_hashes(text, lang or "", config.minhash), config.minhash.ngram)
+        shingles = [shingle_hashes(token_hashes(text, lang or "", config.minhash),
+                                   config.minhash.shingle_size(lang or ""))
                     for text, lang in zip(texts, table.column("lang").to_pylist())]
         matrix = signatures(shingles, bands * rows, config.minhash.seed)
         save_array(matrix, signatures_path(work, name))
