@@ -25,15 +25,22 @@ from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, wr
 MODEL = {"preset": "tiny", "n_layers": 4, "d_model": 256, "n_heads": 4, "seq_len": 256}
 
 
-def bench_ablation(corpus: Path, variants: list[str], seeds: int, tokens: int):
+def shipped_variants(names: list[str]) -> dict[str, dict]:
+    """The named variants of configs/ablation.yaml, in that order (the first is the baseline)."""
+    shipped = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())["variants"]
+    return {name: shipped[name] for name in names}
+
+
+def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench"):
+    """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
+    baseline), seeds and tokens."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
     base = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     base |= {"name": "bench", "store": str(WORK / "ablation-store"),
              "input": {"paths": [str(corpus / "warc")], "source": "cc-sluice-bench"}}
-    raw |= {"name": "ablation-bench", "base": base, "origin": str(ROOT),
-            "variants": {name: raw["variants"][name] for name in variants},
+    raw |= {"name": name, "base": base, "origin": str(ROOT), "variants": variants, "baseline": next(iter(variants)),
             "seeds": list(range(seeds)), "tokens": tokens,
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
@@ -55,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from flows.ablation import ablation_flow, budget_figures
     from training.plan import plan
 
-    ablation = bench_ablation(corpus, args.variants.split(","), args.seeds, args.tokens)
+    ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
