@@ -29,7 +29,7 @@ def test_overrides_are_merged_key_by_key_and_checked_by_the_recipe_model(monkeyp
          "overrides": {"dedup": {"minhash": {"bands": 20}}, "name": "x"}}]}).deployments[0]
     monkeypatch.setenv("SLUICE_DASK_ADDRESS", "tcp://10.0.0.5:8786")
     recipe = default_parameters(spec)["recipe"]
-    assert recipe["dedup"]["minhash"]["bands"] == 20 and recipe["dedup"]["minhash"]["rows"] == 8
+    assert recipe["dedup"]["minhash"]["bands"] == 20 and recipe["dedup"]["minhash"]["rows"] == 4
     assert recipe["dask"]["address"] == "tcp://10.0.0.5:8786" and recipe["name"] == "x"
     bad = spec.model_copy(update={"overrides": {"dedup": {"minhash": {"bands": 0}}}})
     with pytest.raises(Exception, match="dedup.minhash.bands"):
