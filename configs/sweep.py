@@ -27,6 +27,8 @@ class SweepConfig(StrictModel):
     tokens: list[int] = Field(min_length=1, description="training tokens of each run (rounded up to whole updates)")
     learning_rates: list[float] = Field(default_factory=list, description=(
         "also sweep optimizer.lr over these (a learning-rate sweep per size); empty: train.optimizer.lr only"))
+    fit_resamples: int = Field(200, ge=10, description=(
+        "bootstrap refits behind the fitted law's 95% intervals (`sluice scaling fit --resamples` refits with more)"))
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-sweep"))
     origin: str = Field(".", description="directory a relative recipe path is read from (set by load_sweep)")
 

@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("run_id", help="the sweep's parent MLflow run id")
     fit.add_argument("--flops", type=float, help="compute budget for N* and D* (default: 10x the largest run)")
     fit.add_argument("--metric", default="val_loss", help="the final metric fitted (default val_loss)")
+    fit.add_argument("--resamples", type=int, default=200, help="bootstrap refits for the intervals (default 200)")
     fit.add_argument("--out", type=Path, help="also write the fit as JSON here (`sluice plan --law` reads it)")
     fit.add_argument("--json", action="store_true", help="print the whole fit as JSON")
 
@@ -289,7 +290,7 @@ def _scaling_fit(args) -> int:
 
     wait_for_prefect()
     try:
-        result = scaling_fit_flow(args.run_id, flops=args.flops, metric=args.metric)
+        result = scaling_fit_flow(args.run_id, flops=args.flops, metric=args.metric, resamples=args.resamples)
     except (ValueError, mlflow.exceptions.MlflowException) as error:
         print(f"sluice scaling fit {args.run_id}: {error}", file=sys.stderr)
         return 2

@@ -57,16 +57,17 @@ def sweep_flow(sweep: SweepConfig) -> dict:
         runs = [_train(sweep, index, point, data, tracking, parent_id) for index, point in enumerate(points)]
     if any(point.model.parametrization == "mup" for point in points):
         _log_coordinate_check(points, data["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"], parent_id)
-    fit = scaling_fit_flow(parent_id, tracking) if can_fit(runs) else None
+    fit = scaling_fit_flow(parent_id, tracking, resamples=sweep.fit_resamples) if can_fit(runs) else None
     run = mlflow.get_run(parent_id)
     return {"sweep": sweep.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id), "runs": runs, "fit": fit}
 
 
 def sweep_key(sweep: SweepConfig) -> str:
-    """The sweep's identity: its settings and its recipe's content, wherever the file was."""
-    body = sweep.model_dump(mode="json", exclude={"origin", "recipe"}) | {"recipe": sweep.data_recipe().model_dump(
-        mode="json")}
+    """The sweep's identity: its settings and its recipe's content, wherever the file was. The fit's resample
+    count is not part of it: more refits of the same runs are the same sweep."""
+    body = sweep.model_dump(mode="json", exclude={"origin", "recipe", "fit_resamples"}) | {
+        "recipe": sweep.data_recipe().model_dump(mode="json")}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

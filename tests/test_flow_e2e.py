@@ -31,6 +31,11 @@ def first_run(recipe):
     return curation_flow(recipe)
 
 
+def _untrained(recipe):
+    """The recipe without its training run: the reruns below check the data stages, and a torchrun costs ~10 s."""
+    return recipe.model_copy(update={"train": recipe.train.model_copy(update={"enabled": False})})
+
+
 def _labels(corpus: Path) -> list[dict]:
     return [json.loads(line) for line in (corpus / "labels.jsonl").read_text().splitlines()]
 
@@ -203,7 +208,7 @@ def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filt
         kept["stats"]["documents_out"]
     assert any(Path(kept["manifest"]).parent.glob("report/quality_histograms.png"))
 
-    stricter = recipe.model_copy(deep=True)
+    stricter = _untrained(recipe).model_copy(deep=True)
     stricter.quality.filter.gopher_quality.min_doc_words = 200
     swept = curation_flow(stricter)["stages"]
     assert swept["quality_models"]["cached"] and swept["quality_scores"]["cached"]
@@ -214,7 +219,7 @@ def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filt
 def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, recipe):
     from flows.curation import curation_flow
 
-    stages = curation_flow(recipe)["stages"]
+    stages = curation_flow(_untrained(recipe))["stages"]
     again = stages["extract"]
     assert again["cached"] and again["digest"] == first_run["stages"]["extract"]["digest"]
     for name in ("dedup", "quality_models", "quality_scores", "quality_filter", "tokenizer", "tokenize", "mixture"):
@@ -227,7 +232,7 @@ def test_rerun_is_cached_and_a_killed_run_resumes_shard_by_shard(first_run, reci
     for shard in lost:
         os.remove(shard)
         os.remove(f"{shard}.stats.json")
-    resumed_stages = curation_flow(recipe)["stages"]
+    resumed_stages = curation_flow(_untrained(recipe))["stages"]
     resumed = resumed_stages["extract"]
     assert not resumed["cached"]
     assert resumed_stages["dedup"]["cached"]  # same extraction output: dedup's input identity is unchanged
@@ -273,7 +278,7 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
 
     with dask_cluster(DaskConfig(n_workers=2)) as address, Client(address) as client:
         threading.Thread(target=kill_twice, args=(client,), daemon=True).start()
-        disturbed = recipe.model_copy(update={"store": str(store),
+        disturbed = _untrained(recipe).model_copy(update={"store": str(store),
                                               "dask": DaskConfig(address=address)})
         stages = curation_flow(disturbed)["stages"]
     assert len(killed) == 2, "no worker was busy long enough to be killed in each stage"

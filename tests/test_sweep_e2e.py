@@ -27,7 +27,8 @@ def sweep_raw(small_corpus, tmp_path_factory) -> dict:
                "input": {"paths": [str(small_corpus / "warc")], "source": "cc-sluice-small"}}
     raw = yaml.safe_load(open("configs/ladder.yaml"))
     return raw | {"name": "sweep-test", "recipe": recipe, "models": MODELS, "tokens": TOKENS, "origin": ".",
-                  "mlflow": {"experiment": "sweep-test"}}
+                  "mlflow": {"experiment": "sweep-test"},
+                  "fit_resamples": 20}      # intervals are checked for shape here, not width: 200 refits cost ~15 s
 
 
 @pytest.fixture(scope="module")

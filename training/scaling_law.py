@@ -16,7 +16,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 HUBER_DELTA = 1e-3
 # Starts for L-BFGS (alpha, beta, e, a, b): Chinchilla's grid, thinned where its points converge to the same fit.
@@ -81,6 +80,8 @@ def _objective(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_loss
 
 
 def _fit_from(starts, log_n, log_d, log_loss) -> tuple[float, np.ndarray]:
+    from scipy.optimize import minimize     # here, not at the top: every training rank imports this module (0.5 s)
+
     best = (math.inf, None)
     for start in starts:
         # Tight tolerances: with delta 1e-3 the Huber gradients are small long before the fit is done.

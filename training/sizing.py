@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import minimize_scalar
-
 from training.scaling_law import ScalingLaw
 
 SEARCH_DECADES = 8          # how far above the smallest model that can reach the loss to look, in powers of 10
@@ -23,6 +21,8 @@ def tokens_for_loss(law: ScalingLaw, n_params: float, loss: float) -> float:
 
 
 def _cheapest(law: ScalingLaw, loss: float, inference_tokens: float) -> dict:
+    from scipy.optimize import minimize_scalar     # here: training ranks import this module through training.plan
+
     if loss <= law.E:
         raise ValueError(f"target loss {loss} is at or under the law's irreducible loss E = {law.E:.4g}")
     smallest = (law.A / (loss - law.E)) ** (1 / law.alpha)       # infinitely many tokens at this size
