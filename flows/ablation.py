@@ -23,6 +23,7 @@ from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
 from flows.ablation_report import RUN_KIND, ablation_datasets, publish_ablation_report
 from flows.dask_cluster import dask_cluster
+from flows.heartbeats import subflows_without_heartbeats
 from flows.training_flow import training_flow
 from flows.training_inputs import train_on_mixture
 from storage.fs import local_path
@@ -52,6 +53,11 @@ def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
 @flow(name="sluice-ablation", log_prints=True)
 def ablation_flow(ablation: AblationConfig) -> dict:
     """Run every variant's data stages and every (variant, seed) training run; returns the comparison."""
+    with subflows_without_heartbeats():
+        return _ablation(ablation)
+
+
+def _ablation(ablation: AblationConfig) -> dict:
     logger = get_run_logger()
     seq_len, per_update = budget_figures(ablation)
     recipes = {name: recipe.model_copy(update={"store": local_path(recipe.store)})

@@ -12,6 +12,7 @@ from prefect_dask import DaskTaskRunner
 from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
 from flows.extract_stage import extract_stage_flow
+from flows.heartbeats import subflows_without_heartbeats
 from flows.run_summary import publish_run_summary
 from storage.fs import local_path
 from tracking.datasets import log_datasets
@@ -22,6 +23,11 @@ from tracking.store import run_page_url, use_experiment
 @flow(name="sluice-curation", log_prints=True)
 def curation_flow(recipe: Recipe) -> dict:
     """Run the recipe's stages; returns each stage's summary plus the MLflow run id."""
+    with subflows_without_heartbeats():
+        return _curation(recipe)
+
+
+def _curation(recipe: Recipe) -> dict:
     logger = get_run_logger()
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
     tracking = use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)

@@ -21,6 +21,7 @@ from configs.schema import RecipeError
 from configs.sweep import SweepConfig
 from configs.training import TrainingConfig
 from flows.curation import curation_flow
+from flows.heartbeats import subflows_without_heartbeats
 from flows.scaling_fit import can_fit, scaling_fit_flow
 from flows.training_flow import training_flow
 from flows.training_inputs import mixture_dataset, train_on_mixture
@@ -39,6 +40,11 @@ RESULT_FILE = "sweep_result.json"          # beside a finished point's checkpoin
 @flow(name="sluice-sweep", log_prints=True)
 def sweep_flow(sweep: SweepConfig) -> dict:
     """Make the data, train every point, fit L(N, D) when the ladder allows; returns the points and the fit."""
+    with subflows_without_heartbeats():
+        return _sweep(sweep)
+
+
+def _sweep(sweep: SweepConfig) -> dict:
     logger = get_run_logger()
     points = sweep.points()
     recipe = sweep.data_recipe()
