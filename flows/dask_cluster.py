@@ -36,11 +36,11 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     workers = config.n_workers or os.cpu_count() or 1
     with dask.config.set(WORKER_CONFIG), LocalCluster(
             n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True, dashboard_address=":0",
-            host="127.0.0.1", env=_prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster:
+            host="127.0.0.1", env=prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster:
         yield cluster.scheduler_address
 
 
-def _prefect_api_env() -> dict[str, str]:
+def prefect_api_env() -> dict[str, str]:
     """PREFECT_API_URL for worker processes. Without it each worker would start its own ephemeral Prefect
     server (tens of seconds each) and its task runs would be recorded in a throw-away database."""
     url = get_current_settings().api.url

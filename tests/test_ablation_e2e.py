@@ -234,6 +234,7 @@ def test_a_killed_ablation_resumes_and_a_given_tokenizer_is_used_as_is(ablation_
     the rerun skips the finished run, continues the killed one from its checkpoint in the same MLflow run, and
     trains with the tokenizer file it was given."""
     from flows.ablation import RESULT_FILE
+    from flows.dask_cluster import prefect_api_env
     from flows.training_flow import LAUNCHER_RECORD
     from storage.manifest import sha256_file
 
@@ -248,8 +249,9 @@ def test_a_killed_ablation_resumes_and_a_given_tokenizer_is_used_as_is(ablation_
     before = set(glob.glob(f"{train_dir}/*"))
     script = ("import sys, yaml; from configs.ablation import parse_ablation; from flows.ablation import ablation_flow; "
               "ablation_flow(parse_ablation(yaml.safe_load(open(sys.argv[1]))))")
+    # the flow process to kill talks to this session's Prefect server rather than starting its own (~6 s)
     process = subprocess.Popen([sys.executable, "-c", script, str(config_file)], start_new_session=True,
-                               env=os.environ | {"PREFECT_HOME": str(tmp_path / "prefect")},
+                               env=os.environ | prefect_api_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     killed = None
