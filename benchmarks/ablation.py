@@ -31,6 +31,15 @@ def shipped_variants(names: list[str]) -> dict[str, dict]:
     return {name: shipped[name] for name in names}
 
 
+def budget_parser(description: str, tokens: int, out: Path) -> argparse.ArgumentParser:
+    """The arguments every ablation benchmark takes: seeds, tokens per run, the result file."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=tokens)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
 def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench"):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
     baseline), seeds and tokens."""
@@ -51,11 +60,8 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = budget_parser(__doc__.split("\n")[0], 1 << 20, RESULTS / "ablation.json")
     parser.add_argument("--variants", default="raw,+classifier", help="comma-separated, from configs/ablation.yaml")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--tokens", type=int, default=1 << 20)
-    parser.add_argument("--out", type=Path, default=RESULTS / "ablation.json")
     args = parser.parse_args(argv)
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()

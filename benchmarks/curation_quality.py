@@ -10,7 +10,6 @@ signal-to-noise ratio and p-value, and the verdict. Parts whose change did not l
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.ablation import bench_ablation  # noqa: E402
+from benchmarks.ablation import bench_ablation, budget_parser  # noqa: E402
 from benchmarks.dedup import FIVE_GRAMS  # noqa: E402
 from benchmarks.harness import RESULTS, bench_env, ensure_corpus, write_result  # noqa: E402
 
@@ -35,11 +34,7 @@ NOT_LANDED = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--tokens", type=int, default=1 << 19)
-    parser.add_argument("--out", type=Path, default=RESULTS / "curation_quality.json")
-    args = parser.parse_args(argv)
+    args = budget_parser(__doc__.split("\n")[0], 1 << 19, RESULTS / "curation_quality.json").parse_args(argv)
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
     from flows.ablation import ablation_flow

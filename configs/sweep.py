@@ -15,6 +15,7 @@ from configs.base import StrictModel
 from configs.schema import (MlflowConfig, Recipe, RecipeError, parse_config, parse_recipe, read_config_file,
                             read_yaml, validation_problems)
 from configs.training import ModelSpec, TrainingConfig
+from training.scaling_law import BOOTSTRAP_RESAMPLES
 
 
 class SweepConfig(StrictModel):
@@ -27,7 +28,7 @@ class SweepConfig(StrictModel):
     tokens: list[int] = Field(min_length=1, description="training tokens of each run (rounded up to whole updates)")
     learning_rates: list[float] = Field(default_factory=list, description=(
         "also sweep optimizer.lr over these (a learning-rate sweep per size); empty: train.optimizer.lr only"))
-    fit_resamples: int = Field(200, ge=10, description=(
+    fit_resamples: int = Field(BOOTSTRAP_RESAMPLES, ge=10, description=(
         "bootstrap refits behind the fitted law's 95% intervals (`sluice scaling fit --resamples` refits with more)"))
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-sweep"))
     origin: str = Field(".", description="directory a relative recipe path is read from (set by load_sweep)")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from flows.environment import apply_cli_defaults
+from training.scaling_law import BOOTSTRAP_RESAMPLES
 
 QUIET_COMMANDS = ("run", "train", "ablate", "sweep")   # a progress display and a summary; the full log to a file
 FLOW_COMMANDS = QUIET_COMMANDS + ("scaling",)         # they call flows: a Prefect API is needed
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("run_id", help="the sweep's parent MLflow run id")
     fit.add_argument("--flops", type=float, help="compute budget for N* and D* (default: 10x the largest run)")
     fit.add_argument("--metric", default="val_loss", help="the final metric fitted (default val_loss)")
-    fit.add_argument("--resamples", type=int, default=200, help="bootstrap refits for the intervals (default 200)")
+    fit.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES,
+                     help=f"bootstrap refits for the intervals (default {BOOTSTRAP_RESAMPLES})")
     fit.add_argument("--out", type=Path, help="also write the fit as JSON here (`sluice plan --law` reads it)")
     fit.add_argument("--json", action="store_true", help="print the whole fit as JSON")
 

@@ -18,7 +18,7 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact
 from flows.reporting import artifact_key
 from tracking.store import artifact_url, tracking_uri
 from training.scaling_charts import scaling_png
-from training.scaling_law import bootstrap_intervals, fit_law, holdout_error
+from training.scaling_law import BOOTSTRAP_RESAMPLES, bootstrap_intervals, fit_law, holdout_error
 
 MIN_POINTS = 5            # the law has five parameters
 BUDGET_OVER_LARGEST_RUN = 10     # default compute budget for N*(C), D*(C): ten times the ladder's largest run
@@ -53,7 +53,7 @@ def ladder_points(parent_run_id: str, metric: str = "val_loss") -> list[dict]:
 
 @flow(name="sluice-scaling-fit", log_prints=True)
 def scaling_fit_flow(parent_run_id: str, tracking: str | None = None, flops: float | None = None,
-                     metric: str = "val_loss", resamples: int = 200) -> dict:
+                     metric: str = "val_loss", resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
     """Fit L(N, D) to the sweep under `parent_run_id`; returns the law, its intervals, the hold-out error and
     the compute-optimal sizes at `flops` (default ten times the largest run's 6 N D)."""
     logger = get_run_logger()
