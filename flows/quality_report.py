@@ -3,9 +3,14 @@ each filter family), drops per reason, histograms with thresholds, and a data ca
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 from configs.quality import QualityFilterConfig
 from flows.reporting import StageReport
+from tasks.charts import png_bytes
+from tasks.fan_out import in_background
 from tasks.quality.apply import KEPT
 from tasks.quality.charts import histograms_png, reliability_png
 from tasks.quality.families import thresholds_by_attribute
@@ -48,10 +53,16 @@ def models_report(kenlm: list[dict], classifier: dict | None, folder: str) -> St
     return StageReport(markdown="\n".join(lines), tables=tables, files=files)
 
 
-def filter_report(config: QualityFilterConfig, cutoffs: dict, funnel: list[dict], drops: dict[str, int],
-                  examples: dict[str, list[dict]], folder: str) -> StageReport:
-    chart = histograms_png(cutoffs["histograms"], thresholds_by_attribute(config, cutoffs),
-                           os.path.join(folder, "quality_histograms.png"))
+def histograms_chart(config: QualityFilterConfig, cutoffs: dict) -> Callable[[], bytes]:
+    """The attribute histograms with the thresholds marked, drawn on the stage's cluster while the filter runs."""
+    return in_background(partial(png_bytes, histograms_png, cutoffs["histograms"],
+                                 thresholds_by_attribute(config, cutoffs)))
+
+
+def filter_report(cutoffs: dict, funnel: list[dict], drops: dict[str, int], examples: dict[str, list[dict]],
+                  histograms: bytes, folder: str) -> StageReport:
+    chart = os.path.join(folder, "quality_histograms.png")
+    Path(chart).write_bytes(histograms)
     lines = ["## Quality filter", "", "| step | documents | word tokens |", "|---|---|---|",
              *[f"| {row['step']} | {row['documents']:,} | {row['word_tokens']:,} |" for row in funnel],
              "", "| dropped by | documents |", "|---|---|",

@@ -14,7 +14,7 @@ from prefect import flow, get_run_logger
 
 from configs.quality import QualityConfig
 from configs.schema import Recipe
-from flows.quality_report import filter_report, models_report
+from flows.quality_report import filter_report, histograms_chart, models_report
 from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
                                 summed_stats)
 from storage.fs import file_fingerprint, local_path
@@ -134,6 +134,7 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = stage_shard_urls(scores)
         cutoffs = summarize_task(shard_urls, config)           # here; its two passes fan out to the cluster
+        histograms = histograms_chart(thresholds, cutoffs)
         jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
                 for url in shard_urls]
         results = map_groups(filter_shards_task, jobs, stage_shard_bytes(scores), "quality filter", config=thresholds,
@@ -141,8 +142,8 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
         stats = summed_stats(results)
         families = [family for family, _ in family_checks(thresholds, cutoffs)]
         funnel = funnel_rows(results, families)
-        report = filter_report(thresholds, cutoffs, funnel, dict(stats.drops),
-                               merge_examples(results, thresholds.examples_per_reason), stage.report_dir)
+        report = filter_report(cutoffs, funnel, dict(stats.drops),
+                               merge_examples(results, thresholds.examples_per_reason), histograms(), stage.report_dir)
         task_rows = [{key: value for key, value in result.items() if key not in ("funnel", "examples")}
                      for result in results]
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results], stats=stats,

@@ -4,6 +4,8 @@ no "Software" metadata, so the same data gives the same bytes."""
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 DPI = 100
@@ -23,6 +25,13 @@ def save_png(fig, path: str | os.PathLike) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
     return str(out)
+
+
+def png_bytes(draw: Callable[..., str], *arguments) -> bytes:
+    """The PNG that `draw(*arguments, path)` writes, as bytes: a chart drawn on a Dask worker comes back to the flow
+    process this way (the worker may not see the report folder)."""
+    with tempfile.TemporaryDirectory() as folder:
+        return Path(draw(*arguments, os.path.join(folder, "chart.png"))).read_bytes()
 
 
 def default_style():

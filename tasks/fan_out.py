@@ -88,6 +88,25 @@ def _on_cluster(client, timed: Callable, items: list) -> Iterator[tuple[int, tup
         yield index, result
 
 
+def in_background(job: Callable[[], Result]) -> Callable[[], Result]:
+    """Start `job` as one call on the stage's cluster now, while the flow process goes on with the stage's other
+    steps; the returned function waits for its result (its seconds count with the stage's calls). For work the
+    flow process would otherwise do alone, such as drawing a report's chart. Without a cluster the job runs when its
+    result is asked for."""
+    calls = _CALLS.get() or StepCalls()
+    timed = Timed(call)
+    if calls.client is None:
+        pending = None
+    else:
+        pending = calls.client.submit(timed, job, pure=False, retries=1)
+
+    def result() -> Result:
+        seconds, value = _naming(job, pending.result if pending is not None else lambda: timed(job))
+        calls.seconds += seconds
+        return value
+    return result
+
+
 def call(job: Callable[[], Result]) -> Result:
     """A job that is its own call: for a step whose calls are different functions (`functools.partial`s)."""
     return job()

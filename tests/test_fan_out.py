@@ -1,0 +1,45 @@
+"""A stage's background call: on the cluster it starts at once and runs on a worker; without one it runs when its
+result is asked for; either way its seconds count with the stage's calls, and an error names the job."""
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import pytest
+
+from tasks.fan_out import calls_on, in_background
+
+
+def _worker_name(pause: float) -> str:
+    from distributed import get_worker
+
+    time.sleep(pause)
+    return get_worker().name
+
+
+def _fails() -> None:
+    raise ValueError("no chart today")
+
+
+def test_a_background_call_runs_on_a_worker_while_the_flow_goes_on_and_its_seconds_count():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
+        with calls_on(client) as calls:
+            started = time.perf_counter()
+            result = in_background(partial(_worker_name, 0.3))
+            assert time.perf_counter() - started < 0.25                  # submitted, not waited for
+            assert result() == next(iter(client.scheduler_info()["workers"].values()))["name"]
+        assert calls.seconds >= 0.3
+
+
+def test_without_a_cluster_the_job_runs_when_asked_and_an_error_names_it():
+    ran = []
+    with calls_on(None) as calls:
+        result = in_background(lambda: ran.append(1) or "done")
+        assert ran == []
+        assert result() == "done" and ran == [1] and calls.seconds >= 0
+        failing = in_background(_fails)
+        with pytest.raises(ValueError, match="no chart today") as raised:
+            failing()
+    assert any("_fails" in note for note in raised.value.__notes__)
