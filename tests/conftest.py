@@ -57,6 +57,25 @@ def byte_shards(data_dir, tmp_path_factory) -> list[str]:
     return bases
 
 
+@pytest.fixture(scope="session")
+def dask_address() -> str:
+    """One Dask LocalCluster (2 workers) for the end-to-end runs that leave their cluster alone: a recipe's own
+    cluster costs ~7 s to start and stop, and the suite runs about ten. The test that kills workers and the
+    `sluice run` test start their own, as a recipe without `dask.address` does."""
+    from prefect import flow
+
+    from configs.schema import DaskConfig
+    from flows.dask_cluster import dask_cluster
+
+    flow(_nothing, name="start-the-session-api")()    # the session's Prefect API is up: its URL goes to the workers
+    with dask_cluster(DaskConfig(n_workers=2)) as address:
+        yield address
+
+
+def _nothing() -> None:
+    pass
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Stop the temporary Prefect servers the flows started while pytest's output streams are still open: left to
     Prefect's atexit hook, the server logs its 'Stopping temporary server' line to a stream pytest has closed."""

@@ -40,13 +40,14 @@ def _planted_warc(path, data_dir) -> None:
 
 
 @pytest.fixture(scope="module")
-def ablation_raw(small_corpus, data_dir, tmp_path_factory) -> dict:
+def ablation_raw(small_corpus, data_dir, dask_address, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("ablation")
     (out / "planted").mkdir()
     _planted_warc(out / "planted" / "planted.warc.gz", data_dir)
     base = yaml.safe_load(open("configs/demo.yaml"))
     base |= {"store": str(out / "store"), "quality": {"enabled": False},
-             "input": {"paths": [str(small_corpus / "warc"), str(out / "planted")], "source": "cc-sluice-small"}}
+             "input": {"paths": [str(small_corpus / "warc"), str(out / "planted")], "source": "cc-sluice-small"},
+             "dask": {"address": dask_address}}
     raw = yaml.safe_load(open("configs/ablation.yaml")) | {
         "name": "ablation-test", "base": base, "baseline": "raw", "origin": ".",
         "variants": {"raw": {"dedup": {"enabled": False}}, "+dedup": {}},

@@ -1,4 +1,4 @@
-"""The curation flow for real: ephemeral Prefect server, Dask LocalCluster (2 workers), SQLite MLflow, the
+"""The curation flow for real: ephemeral Prefect server, a Dask LocalCluster (2 workers), SQLite MLflow, the
 seeded small corpus. Checks the output against the corpus labels, then reruns (cached) and resumes."""
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def recipe(small_corpus, tmp_path_factory):
+def recipe(small_corpus, dask_address, tmp_path_factory):
     raw = load_recipe("configs/demo.yaml").model_dump()
     raw["input"]["paths"] = [str(small_corpus / "warc")]
+    raw["dask"] = {"address": dask_address}
     raw["store"] = str(tmp_path_factory.mktemp("store"))
     raw["mlflow"]["experiment"] = "e2e"
     return parse_recipe(raw)
