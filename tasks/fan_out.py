@@ -50,17 +50,22 @@ def fan_out(function: Callable[..., Result], items: Iterable, per_call: int = 1)
     """`[function(item) for item in items]`, on the stage's cluster when it has one, `per_call` consecutive items
     to a call (calls of a few milliseconds cost more to schedule than to run)."""
     items = list(items)
-    groups = [items[start:start + per_call] for start in range(0, len(items), per_call)]
-    results: list = [None] * len(groups)
-    for index, result in completed(_Each(function), groups):
+    results: list = [None] * len(items)
+    for index, result in completed(function, items, per_call):
         results[index] = result
-    return [result for group in results for result in group]
+    return results
 
 
-def completed(function: Callable[..., Result], items: Iterable) -> Iterator[tuple[int, Result]]:
-    """`(index, function(item))` for every item, in the order the calls finish. A failed call's error names its
-    item."""
+def completed(function: Callable[..., Result], items: Iterable, per_call: int = 1) -> Iterator[tuple[int, Result]]:
+    """`(index, function(item))` for every item, in the order the calls finish, `per_call` consecutive items to a
+    call. A failed call's error names its item (its items, when a call has several)."""
     items = list(items)
+    if per_call > 1:
+        groups = [items[start:start + per_call] for start in range(0, len(items), per_call)]
+        for group, results in completed(_Each(function), groups):
+            for offset, result in enumerate(results):
+                yield group * per_call + offset, result
+        return
     calls = _CALLS.get() or StepCalls()
     timed = Timed(function)
     if calls.client is None:

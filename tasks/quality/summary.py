@@ -1,7 +1,7 @@
 """The corpus-level pass before filtering: perplexity bucket edges per language, the classifier's threshold for
-keep-top-k%, and histograms of the attributes the thresholds read. It reads attribute columns only, one shard
+keep-top-k%, and histograms of the attributes the thresholds read. It reads attribute columns only, a few shards
 per call, in two passes whose per-shard results merge by addition as they arrive (fanned out on the Dask cluster,
-so the flow process holds one shard's sketch at a time, not the corpus's):
+so the flow process holds one call's sketches at a time, not the corpus's):
 
 1. sketch: per shard, counts over RANK_BINS fixed bins of each ranked value (log10 perplexity per language,
    the classifier's probability on a logit scale), and each charted attribute's range and missing count;
@@ -28,6 +28,7 @@ from tasks.quality.families import histogram_scales
 HISTOGRAMS = histogram_scales()      # attribute -> binned on a log10 scale
 BINS = 40                            # per chart
 RANK_BINS = 1 << 16                  # per ranked value: its order statistics are found within one bin
+CALL_SHARDS = 8                      # shards per call: one shard's pass takes a few ms, about a Dask round trip
 PERPLEXITY = "kenlm_ppl"
 PROBABILITY = "hq_prob"
 
@@ -71,27 +72,37 @@ def _read(url: str) -> Shard:
 
 
 @dataclass
+class ShardSketch:
+    """One shard's sketch: per ranked key its occupied rank bins and their counts (sparse, so what a worker sends
+    grows with the shard, not with RANK_BINS: dense, it was 0.5 MB per key and shard), and per chart its finite
+    range and missing count."""
+    bins: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class Sketch:
-    """Counts per rank bin (sparse per shard, summed) and per chart its finite range and missing count."""
+    """The shards' sketches added up: counts per rank bin, and per chart its finite range and missing count."""
     counts: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, other: Sketch) -> Sketch:
-        for key, counts in other.counts.items():
-            self.counts[key] = self.counts.get(key, 0) + counts
-        for name, (low, high) in other.ranges.items():
+    def add(self, shard: ShardSketch) -> Sketch:
+        for key, (bins, counts) in shard.bins.items():
+            np.add.at(self.counts.setdefault(key, np.zeros(RANK_BINS, np.int64)), bins, counts)
+        for name, (low, high) in shard.ranges.items():
             known = self.ranges.get(name, (low, high))
             self.ranges[name] = (min(known[0], low), max(known[1], high))
-        for name, count in other.missing.items():
+        for name, count in shard.missing.items():
             self.missing[name] += count
         return self
 
 
-def sketch_shard(url: str) -> Sketch:
-    shard, sketch = _read(url), Sketch()
+def sketch_shard(url: str) -> ShardSketch:
+    shard, sketch = _read(url), ShardSketch()
     for key, values in shard.ranked.items():
-        sketch.counts[key] = np.bincount(_rank_bins(key[0], values), minlength=RANK_BINS)
+        sketch.bins[key] = np.unique(_rank_bins(key[0], values), return_counts=True)
     for name, values in shard.charted.items():
         finite = values[~np.isnan(values)]
         if finite.size:
@@ -131,7 +142,7 @@ class OrderStatistics:
 
 def summarize_attributes(shard_urls: list[str], config: QualityConfig) -> dict:
     sketch = Sketch()
-    for _, part in completed(sketch_shard, shard_urls):
+    for _, part in completed(sketch_shard, shard_urls, CALL_SHARDS):
         sketch.add(part)
     statistics = {key: OrderStatistics(counts) for key, counts in sketch.counts.items()}
     ranks = {key: _wanted_ranks(key, stats.size, config) for key, stats in statistics.items()}
@@ -139,7 +150,7 @@ def summarize_attributes(shard_urls: list[str], config: QualityConfig) -> dict:
     edges = {name: np.histogram_bin_edges(np.array(limits), bins=BINS) for name, limits in sketch.ranges.items()}
     in_bins: dict = defaultdict(lambda: defaultdict(list))
     charts = {name: np.zeros(BINS, np.int64) for name in edges}
-    for _, (found, counts) in completed(partial(boundary_shard, wanted=wanted, edges=edges), shard_urls):
+    for _, (found, counts) in completed(partial(boundary_shard, wanted=wanted, edges=edges), shard_urls, CALL_SHARDS):
         for key, by_bin in found.items():
             for index, values in by_bin.items():
                 in_bins[key][index].append(values)
