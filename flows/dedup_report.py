@@ -1,19 +1,51 @@
 """What the dedup stage shows people: LSH settings and their S-curve, cluster sizes, example clusters, and the
-time each step took."""
+time each step took. The two charts are drawn on the stage's cluster while its later steps run."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
-from configs.dedup import DedupConfig
+from configs.dedup import DedupConfig, MinHashConfig
 from flows.reporting import StageReport
+from tasks.charts import png_bytes
 from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
                                 s_curve_knee, s_curve_png, s_curve_rows)
+from tasks.fan_out import in_background
 from tasks.stats import StageStats
 
+S_CURVE_PNG, CLUSTER_SIZES_PNG = "s_curve.png", "cluster_sizes.png"
 
-def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: list[dict], folder: str) -> StageReport:
-    sizes = [int(size) for size, count in clusters["cluster_sizes"].items() for _ in range(count)]
-    files = [cluster_size_histogram_png(sizes, os.path.join(folder, "cluster_sizes.png"))]
+
+def s_curve_chart(config: DedupConfig) -> dict[str, Callable[[], bytes]]:
+    """The LSH S-curve (it depends on the config alone), started at the stage's start; none without MinHash."""
+    if not config.minhash.enabled:
+        return {}
+    bands, rows = config.minhash.lsh_shape()
+    return {S_CURVE_PNG: in_background(partial(png_bytes, s_curve_png, bands, rows,
+                                               _threshold(config.minhash, bands, rows)))}
+
+
+def cluster_sizes_chart(clusters: dict) -> dict[str, Callable[[], bytes]]:
+    """The cluster-size histogram, started once the clusters are known."""
+    return {CLUSTER_SIZES_PNG: in_background(partial(png_bytes, cluster_size_histogram_png, _sizes(clusters)))}
+
+
+def _sizes(clusters: dict) -> list[int]:
+    return [int(size) for size, count in clusters["cluster_sizes"].items() for _ in range(count)]
+
+
+def _threshold(minhash: MinHashConfig, bands: int, rows: int) -> float:
+    return minhash.verify_jaccard or minhash.target_jaccard or s_curve_knee(bands, rows)
+
+
+def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: list[dict],
+                 charts: dict[str, Callable[[], bytes]], folder: str) -> StageReport:
+    """`charts`: file name -> its PNG's bytes when asked (`s_curve_chart`, `cluster_sizes_chart`)."""
+    files = [os.path.join(folder, name) for name in (CLUSTER_SIZES_PNG, S_CURVE_PNG) if name in charts]
+    for path in files:
+        Path(path).write_bytes(charts[os.path.basename(path)]())
     tables = {"steps": steps,
               "cluster sizes": [{"size": int(size), "clusters": count}
                                 for size, count in clusters["cluster_sizes"].items()]}
@@ -25,9 +57,8 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
     if config.minhash.enabled:
         bands, rows = config.minhash.lsh_shape()
         knee = s_curve_knee(bands, rows)
-        threshold = config.minhash.verify_jaccard or config.minhash.target_jaccard or knee
+        threshold = _threshold(config.minhash, bands, rows)
         rates = expected_error_rates(bands, rows, threshold)
-        files.append(s_curve_png(bands, rows, threshold, os.path.join(folder, "s_curve.png")))
         tables["s-curve"] = s_curve_rows(bands, rows)
         lines += [f"- MinHash: {config.minhash.ngram}-word shingles ({config.minhash.character_ngram} characters for "
                   f"{', '.join(config.minhash.character_languages)}), {bands} bands x {rows} rows = {bands * rows} "

@@ -10,7 +10,7 @@ import fsspec
 from prefect import flow, get_run_logger
 
 from configs.schema import Recipe
-from flows.dedup_report import dedup_report
+from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
@@ -37,6 +37,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         logger.info("dedup: %d document shards, %d buckets -> %s", len(parts), len(buckets), stage.stage_dir)
 
         steps: list[dict] = []
+        charts = s_curve_chart(config)
 
         def step(name: str, run):
             started, seconds_before = time.perf_counter(), call_seconds()
@@ -52,6 +53,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         edges = step("edges", lambda: map_tasks(edges_task, buckets, "dedup edges", work=work, parts=parts,
                                                 config=config))
         clusters = step("clusters", lambda: [clusters_task(work, parts, shard_urls, config)])[0]   # fans out itself
+        charts |= cluster_sizes_chart(clusters)
         paragraphs = step("paragraphs", lambda: map_tasks(paragraphs_task, buckets, "dedup paragraphs", work=work,
                                                           parts=parts, config=config)
                           if config.paragraphs.enabled else [])
@@ -80,6 +82,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
             "repeated_windows": sum(result["repeated_windows"] for result in substrings),
         })
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in applied], stats=stats,
-                           task_results=applied, report=dedup_report(config, stats, clusters, steps, stage.report_dir))
+                           task_results=applied, report=dedup_report(config, stats, clusters, steps, charts,
+                                                                    stage.report_dir))
 
     return run_stage(recipe, spec, produce)

@@ -25,10 +25,11 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
 
     def produce(stage: StageContext) -> StageOutput:
         # each token shard's manifest entry names the document shard it was made from
-        made_from = [entry.source for entry in Manifest.load(tokens["manifest"]).shards]
-        pairs = list(zip(stage_shard_urls(tokens), made_from))
+        token_shards = Manifest.load(tokens["manifest"]).shards
+        pairs = list(zip(stage_shard_urls(tokens), [entry.source for entry in token_shards]))
         result = mix_task(pairs, stage.stage_dir, vocab_size, config)     # here; its passes fan out to the cluster
-        stats = StageStats(candidates=result["train_documents"] + result["validation_documents"],
+        # candidates: every document the passes read, drawn or not (the work grows with them, not the budget)
+        stats = StageStats(candidates=sum(entry.documents for entry in token_shards),
                            documents_out=result["train_documents"] + result["validation_documents"],
                            seconds=result["seconds"],
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))

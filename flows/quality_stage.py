@@ -15,8 +15,8 @@ from prefect import flow, get_run_logger
 from configs.quality import QualityConfig
 from configs.schema import Recipe
 from flows.quality_report import filter_report, histograms_chart, models_report
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
-                                summed_stats)
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, byte_groups, map_groups, map_tasks, run_stage,
+                                shard_entry, summed_stats)
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
@@ -135,10 +135,12 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
         shard_urls = stage_shard_urls(scores)
         cutoffs = summarize_task(shard_urls, config)           # here; its two passes fan out to the cluster
         histograms = histograms_chart(thresholds, cutoffs)
-        jobs = [FilterJob(url, stage.path("shards", os.path.basename(url)), stage.path("removed", os.path.basename(url)))
-                for url in shard_urls]
-        results = map_groups(filter_shards_task, jobs, stage_shard_bytes(scores), "quality filter", config=thresholds,
-                             cutoffs=cutoffs, pii=config.pii)
+        # runs of small shards -> one output each, the same runs whatever the workers (slots=None)
+        sizes = stage_shard_bytes(scores)
+        runs = byte_groups(list(zip(shard_urls, sizes)), sizes, None, thresholds.output_shard_bytes)
+        jobs = [_filter_job(stage, [url for url, _ in run]) for run in runs]
+        results = map_groups(filter_shards_task, jobs, [sum(size for _, size in run) for run in runs],
+                             "quality filter", config=thresholds, cutoffs=cutoffs, pii=config.pii)
         stats = summed_stats(results)
         families = [family for family, _ in family_checks(thresholds, cutoffs)]
         funnel = funnel_rows(results, families)
@@ -152,3 +154,9 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
                                     "classifier_min_hq_prob": cutoffs["classifier_min_hq_prob"]})
 
     return run_stage(recipe, spec, produce)
+
+
+def _filter_job(stage: StageContext, input_urls: list[str]) -> FilterJob:
+    """A run's output shard (and its list of removed documents) is named after its first scored shard."""
+    name = os.path.basename(input_urls[0])
+    return FilterJob(tuple(input_urls), stage.path("shards", name), stage.path("removed", name))

@@ -161,7 +161,8 @@ TASK_BYTES = 32 << 20       # input per call when shards are small: amortises a 
 def byte_groups(jobs: Sequence, sizes: Sequence[int], slots: int | None, task_bytes: int = TASK_BYTES) -> list[list]:
     """Consecutive jobs grouped into calls of about `task_bytes` of input (a job alone when its shard is larger),
     but into at least 4 groups per task slot while there are jobs enough, so that every worker thread has work
-    and the last tasks finish close together."""
+    and the last tasks finish close together. With `slots` None the groups depend on the sizes alone, whatever
+    the workers (the quality filter sizes its output shards so)."""
     target = max(1, min(task_bytes, sum(sizes) // (4 * (slots or 1))))
     groups: list[list] = [[]]
     filled = 0

@@ -257,7 +257,7 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
     def decisions(thresholds: QualityFilterConfig) -> dict[str, set]:
         by_text: dict[str, set] = {}
         for index, url in enumerate(scored):
-            job = FilterJob(url, str(tmp_path / f"kept{index}.parquet"), str(tmp_path / f"removed{index}.parquet"))
+            job = FilterJob((url,), str(tmp_path / f"kept{index}.parquet"), str(tmp_path / f"removed{index}.parquet"))
             filter_shard(job, thresholds, cutoffs, PiiConfig(enabled=False))
             kept = set(read_documents(str(tmp_path / f"kept{index}.parquet")).column("text").to_pylist())
             removed = dict(zip(*[read_documents(str(tmp_path / f"removed{index}.parquet")).column(c).to_pylist()
@@ -270,13 +270,20 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
     default = decisions(QualityFilterConfig())
     assert all(len(outcomes) == 1 for outcomes in default.values())         # copies agree wherever they sit
     # Redaction comes after every decision: the same documents are kept, with their contact details replaced.
-    job = FilterJob(scored[0], str(tmp_path / "kept-pii.parquet"), str(tmp_path / "removed-pii.parquet"))
+    job = FilterJob((scored[0],), str(tmp_path / "kept-pii.parquet"), str(tmp_path / "removed-pii.parquet"))
     redacted = filter_shard(job, QualityFilterConfig(), cutoffs, PiiConfig())
     kept, kept_redacted = (read_documents(str(tmp_path / name)) for name in ("kept0.parquet", "kept-pii.parquet"))
     assert kept_redacted.column("id").to_pylist() == kept.column("id").to_pylist()
     changed = sum(a != b for a, b in zip(kept.column("text").to_pylist(), kept_redacted.column("text").to_pylist()))
     assert changed == redacted["notes"].get("pii_documents", 0)
     assert any(outcome == {"kept"} for outcome in default.values()) and any(o != {"kept"} for o in default.values())
+    # A run of shards filtered into one output shard keeps what the shards kept one by one, in shard order.
+    run = FilterJob(tuple(scored), str(tmp_path / "kept-run.parquet"), str(tmp_path / "removed-run.parquet"))
+    merged = filter_shard(run, QualityFilterConfig(), cutoffs, PiiConfig(enabled=False))
+    assert merged["notes"]["input_shards"] == len(scored)
+    assert read_documents(str(tmp_path / "kept-run.parquet")).column("id").to_pylist() == [
+        doc_id for index in range(len(scored))
+        for doc_id in read_documents(str(tmp_path / f"kept{index}.parquet")).column("id").to_pylist()]
     attributes = [read_documents(url).select(list(ATTRIBUTE_TYPES)).to_pylist() for url in scored]
     assert attributes[0][:3] == attributes[1][-3:][::-1]
     strict = QualityFilterConfig(gopher_quality={"min_doc_words": 10_000})

@@ -1,6 +1,6 @@
-"""The filter step, per scored shard: apply the thresholds to the stored attributes (nothing is rescored), keep
-the passing documents with their `kenlm_bucket` and their PII redacted (tasks/quality/pii.py), and list every
-dropped one with its family and reason."""
+"""The filter step, per run of consecutive scored shards: apply the thresholds to the stored attributes (nothing
+is rescored), keep the passing documents with their `kenlm_bucket` and their PII redacted (tasks/quality/pii.py)
+in one output shard, and list every dropped one with its family and reason."""
 from __future__ import annotations
 
 import heapq
@@ -30,14 +30,14 @@ KEPT = "kept"
 
 @dataclass(frozen=True)
 class FilterJob:
-    input_url: str
+    input_urls: tuple[str, ...]     # consecutive scored shards, filtered into one output shard in this order
     output_url: str
     removed_url: str
 
 
 def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii: PiiConfig) -> dict:
     started = time.perf_counter()
-    table = read_documents(job.input_url)
+    table = pa.concat_tables([read_documents(url) for url in job.input_urls], promote_options="default")
     checks = family_checks(config, cutoffs)
     edges = cutoffs.get("kenlm_bucket_edges", {})
     stats = StageStats(candidates=table.num_rows)
@@ -66,10 +66,11 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
                                      schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
+    stats.notes["input_shards"] = len(job.input_urls)
     stats.notes["tokens_in"] = sum(table.column("word_tokens").to_pylist())
     stats.notes["tokens_out"] = sum(output.column("word_tokens").to_pylist())
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
+    return ShardResult(job.input_urls[0], job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
         funnel={family: dict(counts) for family, counts in funnel.items()}, examples=examples)
 
 
