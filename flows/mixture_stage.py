@@ -3,6 +3,8 @@ card. Parents: the token shards and the documents they were made from (whose col
 from __future__ import annotations
 
 import os
+from functools import partial
+from pathlib import Path
 
 from prefect import flow
 
@@ -11,6 +13,8 @@ from flows.reporting import StageReport
 from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
+from tasks.charts import png_bytes
+from tasks.fan_out import in_background
 from tasks.mixture.card import card_markdown, weights_png
 from tasks.mixture.task import mix_task
 from tasks.stats import StageStats
@@ -35,8 +39,10 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))
         stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
                             "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6)})
-        report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]},
-                             files=[weights_png(result, os.path.join(stage.report_dir, "weights.png"))])
+        # drawn on a worker, whose matplotlib the run's earlier charts have loaded (~1 s in the flow process)
+        chart = os.path.join(stage.report_dir, "weights.png")
+        Path(chart).write_bytes(in_background(partial(png_bytes, weights_png, result))())
+        report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]}, files=[chart])
         shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
                              sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]
         summary = {key: result[key] for key in ("sources", "train_tokens", "train_documents", "validation_tokens",

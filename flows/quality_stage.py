@@ -32,6 +32,8 @@ from tasks.quality.task import (filter_shards_task, score_shard_task, summarize_
 from tasks.fan_out import call
 from tasks.stats import StageStats
 
+MIN_OUTPUT_SHARDS = 8    # the filter's output shards while there are scored shards enough: work for the next stages
+
 
 def resolved_quality_config(recipe: Recipe) -> QualityConfig:
     """The recipe's quality config with `{data_dir}` expanded and local paths absolute (workers may run
@@ -135,9 +137,9 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
         shard_urls = stage_shard_urls(scores)
         cutoffs = summarize_task(shard_urls, config)           # here; its two passes fan out to the cluster
         histograms = histograms_chart(thresholds, cutoffs)
-        # runs of small shards -> one output each, the same runs whatever the workers (slots=None)
+        # runs of small shards -> one output shard each; the runs depend on the sizes alone, never on the workers
         sizes = stage_shard_bytes(scores)
-        runs = byte_groups(list(zip(shard_urls, sizes)), sizes, None, thresholds.output_shard_bytes)
+        runs = byte_groups(list(zip(shard_urls, sizes)), sizes, MIN_OUTPUT_SHARDS, thresholds.output_shard_bytes)
         jobs = [_filter_job(stage, [url for url, _ in run]) for run in runs]
         results = map_groups(filter_shards_task, jobs, [sum(size for _, size in run) for run in runs],
                              "quality filter", config=thresholds, cutoffs=cutoffs, pii=config.pii)

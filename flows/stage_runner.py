@@ -156,14 +156,14 @@ def _dask_client():
 
 
 TASK_BYTES = 32 << 20       # input per call when shards are small: amortises a call's fixed costs (models loaded)
+CALLS_PER_SLOT = 4          # but at least this many calls per worker thread while there are shards enough
 
 
-def byte_groups(jobs: Sequence, sizes: Sequence[int], slots: int | None, task_bytes: int = TASK_BYTES) -> list[list]:
-    """Consecutive jobs grouped into calls of about `task_bytes` of input (a job alone when its shard is larger),
-    but into at least 4 groups per task slot while there are jobs enough, so that every worker thread has work
-    and the last tasks finish close together. With `slots` None the groups depend on the sizes alone, whatever
-    the workers (the quality filter sizes its output shards so)."""
-    target = max(1, min(task_bytes, sum(sizes) // (4 * (slots or 1))))
+def byte_groups(jobs: Sequence, sizes: Sequence[int], min_groups: int, task_bytes: int = TASK_BYTES) -> list[list]:
+    """Consecutive jobs grouped by about `task_bytes` of input (a job alone when its shard is larger), but into
+    about `min_groups` groups while there are jobs enough: calls grouped so give every worker thread work and
+    finish close together (`map_groups`); output shards grouped so leave the next stage work to share."""
+    target = max(1, min(task_bytes, sum(sizes) // max(1, min_groups)))
     groups: list[list] = [[]]
     filled = 0
     for job, size in zip(jobs, sizes):
@@ -179,7 +179,7 @@ def map_groups(function: Callable[..., list[dict]], jobs: Sequence, sizes: Seque
                **arguments) -> list[dict]:
     """`map_tasks` for a function over a list of jobs (shards grouped by `byte_groups`); one result per job, in job
     order. Each job still records its own result, so a retried group redoes only its unfinished shards."""
-    groups = byte_groups(jobs, sizes, task_slots())
+    groups = byte_groups(jobs, sizes, CALLS_PER_SLOT * (task_slots() or 1))
     return [result for group in map_tasks(function, groups, label, **arguments) for result in group]
 
 

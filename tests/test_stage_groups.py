@@ -6,11 +6,12 @@ from flows.stage_runner import byte_groups
 
 def test_small_shards_are_grouped_and_large_ones_stay_alone():
     jobs = list(range(256))
-    tiny = byte_groups(jobs, [1_000] * 256, slots=2)                  # 256 near-empty shards: 8 tasks, in order
+    tiny = byte_groups(jobs, [1_000] * 256, min_groups=8)             # 256 near-empty shards: 8 tasks, in order
     assert len(tiny) == 8 and [job for group in tiny for job in group] == jobs
-    large = byte_groups(jobs[:10], [100 << 20] * 10, slots=2)         # shards over the task size: one each
+    large = byte_groups(jobs[:10], [100 << 20] * 10, min_groups=8)    # shards over the task size: one each
     assert large == [[job] for job in range(10)]
-    mixed = byte_groups(list("abcd"), [40 << 20, 1, 1, 40 << 20], slots=1, task_bytes=32 << 20)
+    mixed = byte_groups(list("abcd"), [40 << 20, 1, 1, 40 << 20], min_groups=4, task_bytes=32 << 20)
     assert [job for group in mixed for job in group] == list("abcd") and len(mixed) >= 2
-    assert byte_groups(["only"], [5], slots=None) == [["only"]]
-    assert byte_groups([], [], slots=2) == []
+    assert byte_groups(["only"], [5], min_groups=8) == [["only"]]
+    assert byte_groups([], [], min_groups=8) == []
+    assert len(byte_groups(jobs, [1_000] * 256, min_groups=8, task_bytes=0)) == 256     # 0: no grouping
