@@ -43,9 +43,11 @@ def _threshold(minhash: MinHashConfig, bands: int, rows: int) -> float:
 def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: list[dict],
                  charts: dict[str, Callable[[], bytes]], folder: str) -> StageReport:
     """`charts`: file name -> its PNG's bytes when asked (`s_curve_chart`, `cluster_sizes_chart`)."""
-    files = [os.path.join(folder, name) for name in (CLUSTER_SIZES_PNG, S_CURVE_PNG) if name in charts]
-    for path in files:
-        Path(path).write_bytes(charts[os.path.basename(path)]())
+    files = []
+    for name in (CLUSTER_SIZES_PNG, S_CURVE_PNG):
+        if name in charts:
+            files.append(os.path.join(folder, name))
+            Path(files[-1]).write_bytes(charts[name]())
     tables = {"steps": steps,
               "cluster sizes": [{"size": int(size), "clusters": count}
                                 for size, count in clusters["cluster_sizes"].items()]}
