@@ -138,6 +138,8 @@ class ClassifierConfig(StrictModel):
     lr: float = Field(0.1, gt=0.0)
     word_ngrams: int = Field(2, ge=1)
     dim: int = Field(64, ge=8)
+    bucket: int = Field(250_000, ge=1, description=(
+        "hash buckets for word n-grams (fastText's -bucket); the model file is about bucket x dim x 4 bytes"))
     min_examples: int = Field(50, ge=2, description="fewer examples per class than this is refused")
     evaluation_positives: list[str] = Field(default_factory=lambda: [
         "{data_dir}/quality_labelled/cs336_fixtures/high_quality_wiki_reference.txt"], description=(
