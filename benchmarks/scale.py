@@ -51,7 +51,8 @@ def run_child_flow(args) -> int:
     recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", {"train": {"enabled": False}})
     stages = curation_flow(recipe)["stages"]
     print(json.dumps({name: {key: stage["stats"].get(key) for key in (
-        "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "task_slots", "orchestration_share")}
+        "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "longest_call_seconds", "task_slots",
+        "orchestration_share", "overhead_share")}
         for name, stage in stages.items()}))
     return 0
 
@@ -88,9 +89,9 @@ def summary(runs: list[dict], workers: int) -> dict:
             large["cost"]["peak_descendant_rss_mb"], small["cost"]["peak_descendant_rss_mb"]),
         f"flow_process_rss_ratio_{large['size']}x_over_{small['size']}x": ratio(
             large["cost"]["peak_root_rss_mb"], small["cost"]["peak_root_rss_mb"]),
-        "max_orchestration_share": max(stage["orchestration_share"] for run in sized
-                                       for stage in run["stages"].values()
-                                       if stage.get("orchestration_share") is not None),
+        "max_orchestration_share": max_share(sized, "orchestration_share"),
+        # the same less the longest call, which more workers do not shorten (a stage of one training call)
+        "max_overhead_share": max_share(sized, "overhead_share"),
     }
     if singles:
         size = singles[0]["size"]
@@ -100,6 +101,11 @@ def summary(runs: list[dict], workers: int) -> dict:
         out["min_scaling_2w_over_1w"] = min(out["scaling_2w_over_1w"].values())
         out["scaling_pairs"] = len(singles)
     return out
+
+
+def max_share(runs: list[dict], key: str) -> float | None:
+    return max((stage[key] for run in runs for stage in run["stages"].values() if stage.get(key) is not None),
+               default=None)
 
 
 def median_wall(runs: list[dict], stage: str) -> float:

@@ -122,6 +122,8 @@ def _summary_markdown(stage: str, manifest: Manifest, manifest_url: str, cached:
         f"- worker seconds: {stats['seconds']}, throughput: {stats['docs_per_second']} docs/s per worker",
         *([f"- orchestration: {stats['orchestration_share']:.0%} of the wall time (wall - worker seconds / "
             f"{stats['task_slots']} Dask worker threads, over wall)"] if "orchestration_share" in stats else []),
+        *([f"- beyond the longest call ({stats['longest_call_seconds']} s, which more workers do not shorten): "
+           f"{stats['overhead_share']:.0%} of the wall time"] if "overhead_share" in stats else []),
         "",
         "| drop reason | documents |",
         "|---|---|",

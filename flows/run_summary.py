@@ -29,7 +29,8 @@ def _stage_row(name: str, result: dict) -> dict:
     stats = result["stats"]
     return {"stage": name, "candidates": stats.get("candidates"), "documents out": stats.get("documents_out"),
             "cached": result["cached"], "wall seconds": stats.get("wall_seconds"),
-            "orchestration share": stats.get("orchestration_share"), "fingerprint": result["fingerprint"]}
+            "orchestration share": stats.get("orchestration_share"),
+            "overhead beyond the longest call": stats.get("overhead_share"), "fingerprint": result["fingerprint"]}
 
 
 def _charts(run_id: str) -> list[str]:

@@ -25,7 +25,7 @@ from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
 from tasks.fan_out import calls_on, completed
 from tasks.shard_result import ShardResult
-from tasks.stats import StageStats, orchestration_share
+from tasks.stats import StageStats, orchestration_share, overhead_share
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,12 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     with calls_on(_dask_client()) as calls:
         output = produce(context)
     wall = round(time.perf_counter() - started, 3)
-    call_seconds = round(calls.seconds, 3)
+    call_seconds, longest = round(calls.seconds, 3), round(calls.longest, 3)
     slots = task_slots()
-    # the share is computed from the rounded figures the stats hold, so a reader can recompute it from them
-    stats = output.stats.to_dict() | {"call_seconds": call_seconds} | (
-        {"task_slots": slots, "orchestration_share": orchestration_share(wall, call_seconds, slots)} if slots else {})
+    # the shares are computed from the rounded figures the stats hold, so a reader can recompute them from them
+    stats = output.stats.to_dict() | {"call_seconds": call_seconds, "longest_call_seconds": longest} | (
+        {"task_slots": slots, "orchestration_share": orchestration_share(wall, call_seconds, slots),
+         "overhead_share": overhead_share(wall, call_seconds, slots, longest)} if slots else {})
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,

@@ -22,9 +22,15 @@ Result = TypeVar("Result")
 
 @dataclass
 class StepCalls:
-    """Where a stage's calls go (a Dask client, or None: in this process) and the seconds they took there."""
+    """Where a stage's calls go (a Dask client, or None: in this process), the seconds they took there, and the
+    longest one's (a stage cannot finish before it)."""
     client: object | None = None
     seconds: float = 0.0
+    longest: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.seconds += seconds
+        self.longest = max(self.longest, seconds)
 
 
 _CALLS: ContextVar[StepCalls | None] = ContextVar("sluice_step_calls", default=None)
@@ -73,7 +79,7 @@ def completed(function: Callable[..., Result], items: Iterable, per_call: int = 
     else:
         outcomes = _on_cluster(calls.client, timed, items)
     for index, (seconds, result) in outcomes:
-        calls.seconds += seconds
+        calls.add(seconds)
         yield index, result
 
 
@@ -107,7 +113,7 @@ def in_background(job: Callable[[], Result]) -> Callable[[], Result]:
 
     def result() -> Result:
         seconds, value = _naming(job, pending.result if pending is not None else lambda: timed(job))
-        calls.seconds += seconds
+        calls.add(seconds)
         return value
     return result
 

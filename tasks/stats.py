@@ -63,3 +63,12 @@ def orchestration_share(wall_seconds: float, task_seconds: float, task_slots: in
     if wall_seconds <= 0 or task_slots <= 0:
         return 0.0
     return round(max(0.0, (wall_seconds - task_seconds / task_slots) / wall_seconds), 4)
+
+
+def overhead_share(wall_seconds: float, task_seconds: float, task_slots: int, longest_call_seconds: float) -> float:
+    """The share of a stage's wall time explained neither by its work spread over `task_slots` nor by its longest
+    call, which no number of workers shortens (a stage of one training call): (wall - max(task seconds / slots,
+    longest call)) / wall, at least 0. What is left is the flow's own time: scheduling, waiting, reporting."""
+    if wall_seconds <= 0 or task_slots <= 0:
+        return 0.0
+    return round(max(0.0, (wall_seconds - max(task_seconds / task_slots, longest_call_seconds)) / wall_seconds), 4)

@@ -1,5 +1,6 @@
 """A stage's background call: on the cluster it starts at once and runs on a worker; without one it runs when its
-result is asked for; either way its seconds count with the stage's calls, and an error names the job."""
+result is asked for; either way its seconds count with the stage's calls, and an error names the job. The calls'
+seconds add up, and the longest is kept."""
 from __future__ import annotations
 
 import time
@@ -7,7 +8,7 @@ from functools import partial
 
 import pytest
 
-from tasks.fan_out import calls_on, in_background
+from tasks.fan_out import calls_on, fan_out, in_background
 
 
 def _worker_name(pause: float) -> str:
@@ -43,3 +44,10 @@ def test_without_a_cluster_the_job_runs_when_asked_and_an_error_names_it():
         with pytest.raises(ValueError, match="no chart today") as raised:
             failing()
     assert any("_fails" in note for note in raised.value.__notes__)
+
+
+def test_the_calls_seconds_add_up_and_the_longest_is_kept():
+    with calls_on(None) as calls:
+        assert fan_out(time.sleep, [0.05, 0.2, 0.1]) == [None, None, None]
+    assert calls.seconds >= 0.35
+    assert 0.2 <= calls.longest < 0.3

@@ -86,7 +86,8 @@ def test_mlflow_run_has_the_stage_stats(first_run):
 
 
 def test_each_computed_stage_reports_its_orchestration_share(first_run):
-    """(wall - task seconds / worker threads) / wall, in the stats, the MLflow metrics and the stage report."""
+    """(wall - task seconds / worker threads) / wall, in the stats, the MLflow metrics and the stage report; and the
+    overhead beyond the longest call, (wall - max(task seconds / threads, longest call)) / wall."""
     mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
     run = mlflow.get_run(first_run["mlflow_run_id"])
     for name, stage in first_run["stages"].items():
@@ -96,6 +97,10 @@ def test_each_computed_stage_reports_its_orchestration_share(first_run):
         expected = max(0.0, (wall - work) / wall)
         assert stats["orchestration_share"] == pytest.approx(expected, abs=1e-4), name   # the share, to 4 places
         assert run.data.metrics[f"{name}.orchestration_share"] == stats["orchestration_share"]
+        assert 0 < stats["longest_call_seconds"] <= stats["call_seconds"], name
+        beyond = max(0.0, (wall - max(work, stats["longest_call_seconds"])) / wall)
+        assert stats["overhead_share"] == pytest.approx(beyond, abs=1e-4), name
+        assert stats["overhead_share"] <= stats["orchestration_share"], name
     report = mlflow.MlflowClient().download_artifacts(run.info.run_id, "stages/dedup/report.md")
     assert "label propagation" in Path(report).read_text()
 
