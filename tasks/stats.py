@@ -60,9 +60,7 @@ class StageStats:
 def orchestration_share(wall_seconds: float, task_seconds: float, task_slots: int) -> float:
     """The share of a stage's wall time not spent in its tasks' own work, had the work been spread evenly over
     `task_slots` (Dask worker threads): (wall - task seconds / slots) / wall, at least 0."""
-    if wall_seconds <= 0 or task_slots <= 0:
-        return 0.0
-    return round(max(0.0, (wall_seconds - task_seconds / task_slots) / wall_seconds), 4)
+    return overhead_share(wall_seconds, task_seconds, task_slots, longest_call_seconds=0.0)
 
 
 def overhead_share(wall_seconds: float, task_seconds: float, task_slots: int, longest_call_seconds: float) -> float:

@@ -67,7 +67,8 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
         handle.writelines(f"{label} {text}\n" for label, text in sorted(train, key=lambda e: seeded_rank(e[1], 7)))
     try:
         model = fasttext.train_supervised(input=handle.name, epoch=config.epoch, lr=config.lr, dim=config.dim,
-                                          wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1, seed=config.seed, verbose=0)
+                                          wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
+                                          seed=config.seed, verbose=0)
     finally:
         os.unlink(handle.name)
     model.save_model(model_path + ".tmp")
