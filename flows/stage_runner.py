@@ -163,17 +163,21 @@ CALLS_PER_SLOT = 4          # but at least this many calls per worker thread whi
 def byte_groups(jobs: Sequence, sizes: Sequence[int], min_groups: int, task_bytes: int = TASK_BYTES) -> list[list]:
     """Consecutive jobs grouped by about `task_bytes` of input (a job alone when its shard is larger), but into
     about `min_groups` groups while there are jobs enough: calls grouped so give every worker thread work and
-    finish close together (`map_groups`); output shards grouped so leave the next stage work to share."""
-    target = max(1, min(task_bytes, sum(sizes) // max(1, min_groups)))
-    groups: list[list] = [[]]
-    filled = 0
+    finish close together (`map_groups`); output shards grouped so leave the next stage work to share.
+
+    The input is cut into equal byte ranges and each job goes to the range its middle byte falls in, so the groups
+    are as even as the jobs allow (cutting greedily at the target left a short last group: 7 runs of 8 asked)."""
+    total = sum(sizes)
+    if total == 0:
+        return [list(jobs)] if jobs else []
+    target = max(1, min(task_bytes, total // max(1, min_groups)))
+    ranges = max(1, total // target)                 # equal ranges of `target` bytes or a little more
+    groups: dict[int, list] = {}
+    start = 0
     for job, size in zip(jobs, sizes):
-        if groups[-1] and filled >= target:
-            groups.append([])
-            filled = 0
-        groups[-1].append(job)
-        filled += size
-    return [group for group in groups if group]
+        groups.setdefault((2 * start + size) * ranges // (2 * total), []).append(job)
+        start += size
+    return list(groups.values())
 
 
 def map_groups(function: Callable[..., list[dict]], jobs: Sequence, sizes: Sequence[int], label: str,
