@@ -90,7 +90,7 @@ class QualityFilterConfig(StrictModel):
     classifier: ClassifierThresholds = Field(default_factory=ClassifierThresholds)
     examples_per_reason: int = Field(3, ge=0, description="kept and dropped examples in the data card")
     output_shard_bytes: int = Field(64 << 20, ge=0, description=(
-        "scored shards are filtered in runs of consecutive shards of about this many bytes (at least 8 runs while "
+        "scored shards are filtered in runs of consecutive shards of about this many bytes (about 8 even runs while "
         "there are shards enough), one output shard per run, so that heavy dedup and filtering do not leave the "
         "stages after it many tiny shards; 0: one output shard per scored shard"))
 
