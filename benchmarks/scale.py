@@ -9,10 +9,10 @@ texts, so dedup has more work across copies too (at 2x it removed 29% of the doc
 quality, tokenizer, tokenize, mixture; no training) in a fresh process with a fresh store, on `--workers`
 Dask workers, and once more at the smallest size on 1 worker for the scaling figure. With `--pairs n` the smallest
 size runs n times on each worker count, alternately, and the scaling figure compares the median walls per stage:
-the same work on this 2-core machine varies by 15-25% from run to run.
+the same work on this 2-core machine varies by 15-30% from run to run.
 
 Per stage: wall and task seconds, documents per second per worker thread, and the orchestration share the
-stage recorded ((wall - task seconds / threads) / wall). Per run: the peak RSS of the largest process that is
+stage recorded ((wall - task seconds / threads) / wall) with the overhead beyond its longest call. Per run: the peak RSS of the largest process that is
 not the flow process (a Dask worker) and of the flow process. Writes results/scale.json and results/scale.png.
 """
 from __future__ import annotations
@@ -72,9 +72,7 @@ def measure(size: int, workers: int) -> dict:
 
 
 def summary(runs: list[dict], workers: int) -> dict:
-    sized = sorted((run for run in runs if run["workers"] == workers and not run.get("repeat")),
-                   key=lambda run: run["size"])
-    repeats = [run for run in runs if run.get("repeat")]
+    sized = sized_runs(runs, workers)
     small, large = sized[0], sized[-1]
     singles = [run for run in runs if run["workers"] == 1]
     out = {
@@ -95,12 +93,18 @@ def summary(runs: list[dict], workers: int) -> dict:
     }
     if singles:
         size = singles[0]["size"]
-        paired = [run for run in sized if run["size"] == size] + [run for run in repeats if run["workers"] == workers]
+        paired = [run for run in runs if run["workers"] == workers and run["size"] == size]
         out["scaling_2w_over_1w"] = {name: ratio(median_wall(singles, name), median_wall(paired, name))
                                      for name in SCALING_STAGES}
         out["min_scaling_2w_over_1w"] = min(out["scaling_2w_over_1w"].values())
         out["scaling_pairs"] = len(singles)
     return out
+
+
+def sized_runs(runs: list[dict], workers: int) -> list[dict]:
+    """The runs on `workers` workers, one per size (the smallest size's repeats left out), smallest first."""
+    return sorted((run for run in runs if run["workers"] == workers and not run.get("repeat")),
+                  key=lambda run: run["size"])
 
 
 def max_share(runs: list[dict], key: str) -> float | None:
@@ -118,8 +122,7 @@ def plot(runs: list[dict], workers: int, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sized = sorted((run for run in runs if run["workers"] == workers and not run.get("repeat")),
-                   key=lambda run: run["size"])
+    sized = sized_runs(runs, workers)
     sizes = [run["size"] for run in sized]
     figure, (rate, memory) = plt.subplots(1, 2, figsize=(11, 4))
     for name in STAGES:
