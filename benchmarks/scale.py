@@ -12,7 +12,8 @@ size runs n times on each worker count, alternately, and the scaling figure comp
 the same work on this 2-core machine varies by 15-30% from run to run.
 
 Per stage: wall and task seconds, documents per second per worker thread, and the orchestration share the
-stage recorded ((wall - task seconds / threads) / wall) with the overhead beyond its longest call. Per run: the peak RSS of the largest process that is
+stage recorded ((wall - task seconds / threads) / wall) with the overhead beyond its longest call, and the bytes and files
+its steps shuffled through its work/ folder. Per run: the peak RSS of the largest process that is
 not the flow process (a Dask worker) and of the flow process. Writes results/scale.json and results/scale.png.
 """
 from __future__ import annotations
@@ -52,7 +53,10 @@ def run_child_flow(args) -> int:
     stages = curation_flow(recipe)["stages"]
     print(json.dumps({name: {key: stage["stats"].get(key) for key in (
         "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "longest_call_seconds", "task_slots",
-        "orchestration_share", "overhead_share")}
+        "orchestration_share", "overhead_share")} | {
+        # what the stage's steps wrote to its work/ folder (dedup's shuffles, the mixture's references)
+        "work_bytes": stage["stats"]["notes"].get("work_bytes", 0),
+        "work_files": stage["stats"]["notes"].get("work_files", 0)}
         for name, stage in stages.items()}))
     return 0
 
@@ -68,6 +72,8 @@ def measure(size: int, workers: int) -> dict:
     for stage in stages.values():
         wall, slots = stage["wall_seconds"], stage["task_slots"] or workers
         stage["docs_per_s_per_thread"] = round(stage["candidates"] / wall / slots, 2) if wall else None
+        stage["work_bytes_per_document"] = round(stage["work_bytes"] / stage["candidates"], 1) \
+            if stage["candidates"] and stage["work_bytes"] else None
     return {"size": size, "workers": workers, "stages": stages, "cost": cost}
 
 
@@ -87,6 +93,11 @@ def summary(runs: list[dict], workers: int) -> dict:
             large["cost"]["peak_descendant_rss_mb"], small["cost"]["peak_descendant_rss_mb"]),
         f"flow_process_rss_ratio_{large['size']}x_over_{small['size']}x": ratio(
             large["cost"]["peak_root_rss_mb"], small["cost"]["peak_root_rss_mb"]),
+        # the shuffles grow with the corpus, not faster: bytes through work/ per document, large over small
+        f"max_work_bytes_per_document_ratio_{large['size']}x_over_{small['size']}x": max(
+            (value for value in (ratio(large["stages"][name].get("work_bytes_per_document"),
+                                       small["stages"][name].get("work_bytes_per_document")) for name in STAGES)
+             if value is not None), default=None),
         "max_orchestration_share": max_share(sized, "orchestration_share"),
         # the same less the longest call, which more workers do not shorten (a stage of one training call)
         "max_overhead_share": max_share(sized, "overhead_share"),

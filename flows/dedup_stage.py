@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import time
 
-import fsspec
 from prefect import flow, get_run_logger
 
 from configs.schema import Recipe
 from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from storage.fs import remove_folder
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
@@ -65,8 +65,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
                 for url, part in zip(shard_urls, parts)]
         applied = step("apply", lambda: map_tasks(apply_task, jobs, "dedup apply", work=work, config=config))
 
-        fs, path = fsspec.core.url_to_fs(work)
-        fs.rm(path, recursive=True)
+        shuffled = remove_folder(work)
         stats = summed_stats(applied)
         stats.seconds = sum(step["task_seconds"] for step in steps)   # every step's tasks, not only apply's
         stats.notes.update({
@@ -80,6 +79,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
             "distinct_paragraphs": sum(result["paragraphs"] for result in paragraphs),
             "repeated_paragraphs": sum(result["repeated_paragraphs"] for result in paragraphs),
             "repeated_windows": sum(result["repeated_windows"] for result in substrings),
+            "work_bytes": shuffled["bytes"], "work_files": shuffled["files"],
         })
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in applied], stats=stats,
                            task_results=applied, report=dedup_report(config, stats, clusters, steps, charts,

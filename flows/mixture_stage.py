@@ -38,7 +38,8 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
                            seconds=result["seconds"],
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))
         stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
-                            "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6)})
+                            "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6),
+                            "work_bytes": result["work_bytes"], "work_files": result["work_files"]})
         # drawn on a worker, whose matplotlib the run's earlier charts have loaded (~1 s in the flow process)
         chart = os.path.join(stage.report_dir, "weights.png")
         Path(chart).write_bytes(in_background(partial(png_bytes, weights_png, result))())

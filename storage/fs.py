@@ -70,6 +70,15 @@ def atomic_output(url: str) -> Iterator[str]:
         raise
 
 
+def remove_folder(url: str) -> dict[str, int]:
+    """Remove the folder `url` and everything under it; returns the bytes and files it held (a stage's work/
+    folder: what its steps shuffled through storage)."""
+    fs, path = url_to_fs(url)
+    files = [info for info in fs.find(path, detail=True).values() if info.get("type") == "file"]
+    fs.rm(path, recursive=True)
+    return {"bytes": sum(int(info.get("size") or 0) for info in files), "files": len(files)}
+
+
 def local_path(url: str) -> str:
     """Local paths become absolute (Dask workers may run in another directory); other URLs are left alone."""
     fs, path = url_to_fs(url)

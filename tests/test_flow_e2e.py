@@ -105,7 +105,7 @@ def test_each_computed_stage_reports_its_orchestration_share(first_run):
     assert "label propagation" in Path(report).read_text()
 
 
-def test_dedup_removes_the_labelled_duplicates(first_run, small_corpus):
+def test_dedup_removes_the_labelled_duplicates(first_run, recipe, small_corpus):
     from benchmarks.dedup_quality import score
 
     extract, dedup = first_run["stages"]["extract"], first_run["stages"]["dedup"]
@@ -121,6 +121,9 @@ def test_dedup_removes_the_labelled_duplicates(first_run, small_corpus):
     removed = [read_documents(str(path)) for path in sorted((Path(dedup["manifest"]).parent / "removed").glob("*"))]
     assert sum(table.num_rows for table in removed) == sum(stats["drops"].values())  # every drop is listed
     assert not (Path(dedup["manifest"]).parent / "work").exists()
+    shuffles = ("keys", "urls", "docs", "bands")       # the features' shuffles alone: one file per shard and bucket
+    assert stats["notes"]["work_files"] > len(shuffles) * len(_documents(extract)) * recipe.dedup.buckets
+    assert stats["notes"]["work_bytes"] > 100 * stats["notes"]["work_files"]      # a parquet file is ~1 kB at least
 
     mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
     run = mlflow.get_run(first_run["mlflow_run_id"])
@@ -149,6 +152,7 @@ def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
 
     mixture = first_run["stages"]["mixture"]
     assert mixture["stats"]["notes"]["max_abs_weight_error_ppm"] < 10_000       # within 1% of the weights
+    assert mixture["stats"]["notes"]["work_files"] > 0 and mixture["stats"]["notes"]["work_bytes"] > 0
     sources = mixture["stats"]["summary"]["sources"]                              # recorded in the manifest
     assert {row["source"] for row in sources} == {"english", "german"} and all(row["epochs"] > 0 for row in sources)
     stage_dir = Path(mixture["manifest"]).parent

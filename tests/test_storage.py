@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents
-from storage.fs import atomic_output, expand_inputs
+from storage.fs import atomic_output, expand_inputs, remove_folder
 from storage.manifest import Manifest, ShardEntry, sha256_file
 from storage.stage_store import StageStore, stage_fingerprint
 from storage.token_shard import TokenShard, TokenShardWriter, token_dtype
@@ -55,6 +55,14 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
         with open(tmp, "w") as handle:
             handle.write("whole")
     assert target.read_text() == "whole"
+
+
+def test_remove_folder_reports_what_it_held(tmp_path):
+    (tmp_path / "work" / "b00001").mkdir(parents=True)
+    (tmp_path / "work" / "a.bin").write_bytes(b"x" * 10)
+    (tmp_path / "work" / "b00001" / "e.parquet").write_bytes(b"y" * 2_000)
+    assert remove_folder(str(tmp_path / "work")) == {"bytes": 2_010, "files": 2}
+    assert not (tmp_path / "work").exists()
 
 
 def test_document_shard_round_trip(tmp_path):

@@ -17,11 +17,11 @@ records.
 """
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from functools import partial
 
 from configs.mixture import MixtureConfig
+from storage.fs import remove_folder
 from tasks.fan_out import Timed, fan_out
 from tasks.mixture.placement import Layout, parts_for, write_part, write_refs
 from tasks.mixture.selection import card_rows, count_shard, fill_candidates, fill_gaps, plan_draws
@@ -56,11 +56,12 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     jobs = [(split, part) for split in (TRAIN_SPLIT, VALIDATION_SPLIT) for part in range(layout.parts[split])]
     written = timed_fan_out(partial(write_part, layout=layout, vocab_size=vocab_size,
                                     shard_tokens=config.shard_tokens), jobs, per_call=1)
-    shutil.rmtree(layout.work)
+    shuffled = remove_folder(layout.work)
     shards = [shard for part in written for shard in part["shards"]]
     return {"sources": rows, "train_tokens": realized,
             "train_documents": sum(row["documents_drawn"] for row in rows),
             "validation_tokens": validation_tokens,
             "validation_documents": sum(count.validation_documents for count in counts),
             "max_abs_weight_error": round(max(abs(r["weight_realized"] - r["weight_requested"]) for r in rows), 6),
-            "shards": shards, "seconds": round(sum(seconds), 4)}
+            "shards": shards, "seconds": round(sum(seconds), 4),
+            "work_bytes": shuffled["bytes"], "work_files": shuffled["files"]}
