@@ -10,14 +10,22 @@ from prefect.settings import get_current_settings
 from configs.schema import DaskConfig
 
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
-# first task of a stage does not pay for importing Prefect's task engine and the extraction libraries.
+# first task of a stage does not pay for importing Prefect's task engine and the extraction libraries, nor a
+# report's first chart on that worker for matplotlib's (~0.6 s, in the middle of a stage otherwise).
 # Dask's statistical profiler samples the worker threads' stacks from the worker's event loop and holds those
 # frames: a frame's locals are then freed on the event-loop thread, and Resiliparse's parse trees must be freed
 # on the thread that made them ("HTMLTreePy is unsendable, but is being dropped on another thread"). Off.
 WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}   # the same, for `dask worker`
 WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "tasks.tokenize.task",
-                  "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task")
+                  "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task", "matplotlib.figure",
+                  "matplotlib.backends.backend_agg")
+# The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a
+# worker of one thread, so a call could wait behind a long one (a chart, a large shard) while another worker sat
+# idle until work stealing moved it: seen as 0.3 s idle in the dedup stage. Calls here last 0.05-2 s, so the
+# scheduler round trip this costs between calls is small.
+SCHEDULER_CONFIG = {"distributed.scheduler.worker-saturation": 1.0}
+SCHEDULER_CONFIG_ENV = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}   # the same, for `dask scheduler`
 
 
 @contextmanager
@@ -34,7 +42,7 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     from distributed import LocalCluster
 
     workers = config.n_workers or os.cpu_count() or 1
-    with dask.config.set(WORKER_CONFIG), LocalCluster(
+    with dask.config.set(WORKER_CONFIG | SCHEDULER_CONFIG), LocalCluster(
             n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True, dashboard_address=":0",
             host="127.0.0.1", env=prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster:
         yield cluster.scheduler_address

@@ -89,11 +89,13 @@ def services(options: ServerOptions) -> list[Service]:
                 common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}),   # GenAI job runners: 8 idle processes
     ]
     if options.dask_workers:
+        from flows.dask_cluster import SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
+
         found.append(Service("dask-scheduler", [str(bin_dir / "dask"), "scheduler", "--host", options.host,
                                                 "--port", str(options.dask_port), "--dashboard-address",
                                                 f"{options.host}:{options.dask_dashboard_port}"],
-                             f"http://{options.host}:{options.dask_dashboard_port}/health", clients))
-        from flows.dask_cluster import WORKER_CONFIG_ENV, WORKER_PRELOAD
+                             f"http://{options.host}:{options.dask_dashboard_port}/health",
+                             clients | SCHEDULER_CONFIG_ENV))
         from flows.training_nodes import TRAINER_RESOURCE
 
         preload = [arg for module in WORKER_PRELOAD for arg in ("--preload", module)]

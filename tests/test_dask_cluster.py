@@ -1,0 +1,34 @@
+"""The pipeline's LocalCluster: a call never waits behind a long one on a busy worker while another worker is free,
+and the workers come up with the libraries the stages' calls and charts import."""
+from __future__ import annotations
+
+import sys
+import time
+
+from distributed import Client, get_worker
+
+
+def _busy(seconds: float) -> str:
+    time.sleep(seconds)
+    return get_worker().address
+
+
+def test_short_calls_go_to_the_free_worker_not_behind_a_long_call(dask_address):
+    with Client(dask_address) as client:
+        long_call = client.submit(_busy, 1.5, pure=False)
+        while not any(client.processing().values()):        # the long call is on a worker
+            time.sleep(0.01)
+        time.sleep(0.1)
+        short_calls = client.gather(client.map(_busy, [0.05] * 6, pure=False))
+        busy_worker = long_call.result()
+    # With Dask's default worker saturation (1.1, two tasks for a one-thread worker) one of them would queue on the
+    # busy worker until work stealing moved it.
+    assert busy_worker not in short_calls
+
+
+def test_workers_start_with_the_stages_libraries_loaded(dask_address):
+    from flows.dask_cluster import WORKER_PRELOAD
+
+    with Client(dask_address) as client:
+        loaded = client.run(lambda: [module for module in WORKER_PRELOAD if module in sys.modules])
+    assert all(modules == list(WORKER_PRELOAD) for modules in loaded.values())
