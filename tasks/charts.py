@@ -11,11 +11,13 @@ from pathlib import Path
 DPI = 100
 
 
-def new_figure(size: tuple[float, float]):
+def new_figure(size: tuple[float, float], layout: str | None = "constrained"):
+    """A figure on an Agg canvas. Constrained layout measures every tick label twice per save: about half the
+    time of a chart of many panels, which can pass `layout=None` and fixed margins instead."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size, dpi=DPI, layout="constrained")
+    fig = Figure(figsize=size, dpi=DPI, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

@@ -13,7 +13,11 @@ def histograms_png(histograms: dict[str, dict], marks: dict[str, list[float]], p
     columns = 3
     rows = max(1, math.ceil(len(names) / columns))
     with default_style():
-        fig = new_figure((12, 2.6 * rows))
+        height = 2.6 * rows
+        # fixed margins in inches, not constrained layout: 15 panels drew in 1.7 s with it, 1.0 s without
+        fig = new_figure((12, height), layout=None)
+        fig.subplots_adjust(left=0.045, right=0.99, bottom=0.35 / height, top=1 - 0.3 / height, wspace=0.18,
+                            hspace=0.45)
         for position, name in enumerate(names, start=1):
             histogram = histograms[name]
             axes = fig.add_subplot(rows, columns, position)
