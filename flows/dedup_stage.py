@@ -12,7 +12,7 @@ from configs.schema import Recipe
 from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import remove_folder
-from storage.stage_result import StageResult, parent_of, stage_shard_urls
+from storage.stage_result import StageResult, parent_of, stage_shard_bytes, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
 from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task, substrings_task
@@ -48,8 +48,10 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
                                                      if "worker_peak_rss_mb" in r), default=None)})
             return results
 
+        shard_bytes = stage_shard_bytes(parent)
         features = step("features", lambda: map_tasks(features_task, list(zip(shard_urls, parts)),
-                                                      "dedup features", work=work, config=config))
+                                                      "dedup features", job_sizes=shard_bytes, work=work,
+                                                      config=config))
         edges = step("edges", lambda: map_tasks(edges_task, buckets, "dedup edges", work=work, parts=parts,
                                                 config=config))
         clusters = step("clusters", lambda: [clusters_task(work, parts, shard_urls, config)])[0]   # fans out itself
@@ -63,7 +65,8 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         jobs = [ApplyJob(url, part, stage.path("shards", os.path.basename(url)),
                          stage.path("removed", os.path.basename(url)))
                 for url, part in zip(shard_urls, parts)]
-        applied = step("apply", lambda: map_tasks(apply_task, jobs, "dedup apply", work=work, config=config))
+        applied = step("apply", lambda: map_tasks(apply_task, jobs, "dedup apply", job_sizes=shard_bytes, work=work,
+                                                  config=config))
 
         shuffled = remove_folder(work)
         stats = summed_stats(applied)

@@ -38,7 +38,8 @@ def extract_stage_flow(recipe: Recipe) -> StageResult:
                          tuple(sorted(recipe.input.storage_options.items())))
                 for url in inputs]
         get_run_logger().info("extract: %d input files -> %s", len(jobs), stage.stage_dir)
-        results = map_tasks(extract_shard_task, jobs, "extract", config=extract_config)
+        results = map_tasks(extract_shard_task, jobs, "extract",
+                            job_sizes=[identity["size"] for identity in input_identities], config=extract_config)
         return StageOutput(shards=[shard_entry(stage.stage_dir, shard) for shard in results],
                            stats=summed_stats(results), task_results=results)
 

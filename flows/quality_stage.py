@@ -116,8 +116,8 @@ def quality_scores_stage_flow(recipe: Recipe, documents: StageResult, models: St
         jobs = [ScoreJob(url, stage.path("shards", os.path.basename(url)), models_dir)
                 for url in stage_shard_urls(documents)]
         get_run_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
-        results = map_tasks(score_shard_task, jobs, "quality scores", config=config,
-                            bad_words_dir=config.bad_words_dir)
+        results = map_tasks(score_shard_task, jobs, "quality scores", job_sizes=stage_shard_bytes(documents),
+                            config=config, bad_words_dir=config.bad_words_dir)
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
                            stats=summed_stats(results), task_results=results)
 

@@ -120,7 +120,8 @@ def task_slots() -> int | None:
     return (sum(client.nthreads().values()) or None) if client is not None else None
 
 
-def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, **arguments) -> list[dict]:
+def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
+              **arguments) -> list[dict]:
     """One step of a stage: `function(job, **arguments)` for every job, results in job order.
 
     The step is one Prefect task run (named `label`, with a progress artifact and progress lines in its logs and
@@ -129,17 +130,21 @@ def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, **argum
     `call_seconds`, from which its orchestration share is taken). Calls are retried once by Dask, a lost worker
     costs only the calls it held, and every shard call records its own result (`tasks.resumable`), so a rerun
     redoes only unfinished shards. A call may return `warnings` (lines the step logs where the run's logs go).
-    Calls return small dicts (paths and counts), never documents.
+    Calls return small dicts (paths and counts), never documents. With `job_sizes` (input bytes per job) the
+    largest jobs start first, so the workers finish together.
     """
-    return _step.with_options(task_run_name=label)(function, list(jobs), label, arguments)
+    return _step.with_options(task_run_name=label)(function, list(jobs), label, arguments,
+                                                   list(job_sizes) if job_sizes is not None else None)
 
 
 @task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)
-def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict) -> list[dict]:
+def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict,
+          job_sizes: list[int] | None) -> list[dict]:
     logger = get_run_logger()
     progress = StepProgress(label, len(jobs), logger)
     results: list[dict | None] = [None] * len(jobs)
-    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs), start=1):
+    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
+                                           start=1):
         for line in result.pop("warnings", []) if isinstance(result, dict) else ():   # a group's is a list
             logger.warning("%s", line)
         results[index] = result
@@ -184,8 +189,11 @@ def map_groups(function: Callable[..., list[dict]], jobs: Sequence, sizes: Seque
                **arguments) -> list[dict]:
     """`map_tasks` for a function over a list of jobs (shards grouped by `byte_groups`); one result per job, in job
     order. Each job still records its own result, so a retried group redoes only its unfinished shards."""
-    groups = byte_groups(jobs, sizes, CALLS_PER_SLOT * (task_slots() or 1))
-    return [result for group in map_tasks(function, groups, label, **arguments) for result in group]
+    groups = byte_groups(range(len(jobs)), sizes, CALLS_PER_SLOT * (task_slots() or 1))
+    return [result for group in map_tasks(function, [[jobs[index] for index in group] for group in groups], label,
+                                          job_sizes=[sum(sizes[index] for index in group) for group in groups],
+                                          **arguments)
+            for result in group]
 
 
 def shard_entry(stage_dir: str, result: dict) -> ShardEntry:

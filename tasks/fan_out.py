@@ -11,7 +11,7 @@ Each call is retried once on an error, and the calls a lost worker held run agai
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -62,34 +62,44 @@ def fan_out(function: Callable[..., Result], items: Iterable, per_call: int = 1)
     return results
 
 
-def completed(function: Callable[..., Result], items: Iterable, per_call: int = 1) -> Iterator[tuple[int, Result]]:
+def completed(function: Callable[..., Result], items: Iterable, per_call: int = 1,
+              sizes: Sequence[float] | None = None) -> Iterator[tuple[int, Result]]:
     """`(index, function(item))` for every item, in the order the calls finish, `per_call` consecutive items to a
-    call. A failed call's error names its item (its items, when a call has several)."""
+    call. A failed call's error names its item (its items, when a call has several).
+
+    `sizes`, one per item (input bytes, say): the calls start largest first, so the last calls are the short ones
+    and the workers finish close together, not one idle while another runs a large shard it took up last."""
     items = list(items)
     if per_call > 1:
         groups = [items[start:start + per_call] for start in range(0, len(items), per_call)]
-        for group, results in completed(_Each(function), groups):
+        group_sizes = [sum(sizes[start:start + per_call]) for start in range(0, len(items), per_call)] \
+            if sizes is not None else None
+        for group, results in completed(_Each(function), groups, sizes=group_sizes):
             for offset, result in enumerate(results):
                 yield group * per_call + offset, result
         return
+    order = sorted(range(len(items)), key=lambda index: -sizes[index]) if sizes is not None else range(len(items))
     calls = _CALLS.get() or StepCalls()
     timed = Timed(function)
     if calls.client is None:
-        outcomes = ((index, _naming(item, lambda: timed(item))) for index, item in enumerate(items))
+        outcomes = ((index, _naming(items[index], lambda: timed(items[index]))) for index in order)
     else:
-        outcomes = _on_cluster(calls.client, timed, items)
+        outcomes = _on_cluster(calls.client, timed, items, order)
     for index, (seconds, result) in outcomes:
         calls.add(seconds)
         yield index, result
 
 
-def _on_cluster(client, timed: Callable, items: list) -> Iterator[tuple[int, tuple[float, object]]]:
-    """Each call's result as it finishes; a result is released on the cluster once it is here, and a caller
-    that consumes results as they come holds one at a time (the summary's per-shard sketches add up that way)."""
+def _on_cluster(client, timed: Callable, items: list,
+                order: Iterable[int]) -> Iterator[tuple[int, tuple[float, object]]]:
+    """Each call's result as it finishes, the calls submitted in `order` (Dask starts them in that order); a result
+    is released on the cluster once it is here, and a caller that consumes results as they come holds one at a time
+    (the summary's per-shard sketches add up that way)."""
     from distributed import as_completed
 
-    futures = client.map(timed, items, pure=False, retries=1)
-    index_of = {future.key: index for index, future in enumerate(futures)}
+    order = list(order)
+    futures = client.map(timed, [items[index] for index in order], pure=False, retries=1)
+    index_of = {future.key: index for index, future in zip(order, futures)}
     finishing = as_completed(futures, loop=client.loop)
     del futures
     for future in finishing:

@@ -8,7 +8,7 @@ from functools import partial
 
 import pytest
 
-from tasks.fan_out import calls_on, fan_out, in_background
+from tasks.fan_out import calls_on, completed, fan_out, in_background
 
 
 def _worker_name(pause: float) -> str:
@@ -52,3 +52,28 @@ def test_the_calls_seconds_add_up_and_the_longest_is_kept():
     assert calls.seconds >= 0.35
     assert 0.2 <= calls.longest < 0.3
 
+
+
+def _started(pause: float) -> float:
+    started = time.time()
+    time.sleep(pause)
+    return started
+
+
+@pytest.mark.parametrize("per_call", [1, 2])
+def test_with_sizes_the_largest_calls_start_first_and_results_keep_their_place(per_call):
+    from distributed import Client, LocalCluster
+
+    pauses, sizes = [0.01, 0.03, 0.02, 0.05, 0.04, 0.06], [1, 3, 2, 5, 4, 6]
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client, calls_on(client):
+        results = dict(completed(_started, pauses, per_call, sizes=sizes))
+    starts = [results[index] for index in range(len(pauses))]
+    by_start = sorted(range(len(pauses)), key=starts.__getitem__)
+    if per_call == 1:
+        assert by_start == [5, 3, 4, 1, 2, 0]          # one worker: in the order of the sizes, largest first
+    else:                                              # calls of 2 items: (4, 5) = 10, (2, 3) = 7, (0, 1) = 4
+        assert by_start == [4, 5, 2, 3, 0, 1]
+    with calls_on(None):
+        starts = fan_out(_started, pauses)
+    assert starts == sorted(starts)                    # no sizes: in item order
