@@ -4,7 +4,6 @@ The stages after extraction are imported where they run: a run reaches its first
 (about 1.5 s of modules and Prefect parameter schemas), and a recipe that switches them off never does."""
 from __future__ import annotations
 
-import mlflow
 import yaml
 from prefect import flow, get_run_logger
 from prefect_dask import DaskTaskRunner
@@ -14,10 +13,11 @@ from flows.dask_cluster import dask_cluster
 from flows.extract_stage import extract_stage_flow
 from flows.heartbeats import subflows_without_heartbeats
 from flows.run_summary import publish_run_summary
+from flows.tracking_run import BackgroundRun, pending
 from storage.fs import local_path
 from tracking.datasets import log_datasets
 from tracking.params import flatten
-from tracking.store import run_page_url, use_experiment
+from tracking.store import run_page_url, tracking_uri, use_experiment
 
 
 @flow(name="sluice-curation", log_prints=True)
@@ -30,14 +30,17 @@ def curation_flow(recipe: Recipe) -> dict:
 def _curation(recipe: Recipe) -> dict:
     logger = get_run_logger()
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
-    tracking = use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)
-    with mlflow.start_run(run_name=recipe.name) as run:
-        mlflow.log_params(flatten("", recipe.model_dump(mode="json")))
-        mlflow.log_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False), "recipe.yaml")
-        mlflow.set_tags({"sluice.recipe": recipe.name, "sluice.kind": "curation"})
-        with dask_cluster(recipe.dask) as address:
-            logger.info("Dask scheduler %s; MLflow run %s at %s", address, run.info.run_id, tracking)
+    tracking = tracking_uri(recipe.mlflow.tracking_uri)
+    opening = BackgroundRun(lambda: _open_run(recipe))      # the first stage starts meanwhile (flows.tracking_run)
+    try:
+        with pending(opening), dask_cluster(recipe.dask) as address:
+            logger.info("Dask scheduler %s; MLflow at %s", address, tracking)
             stages = _data_stages(recipe, DaskTaskRunner(address=address))
+            opening.activate()                                 # also when no stage logged
+        import mlflow      # only now: importing it here earlier would wait for the thread's import (flows.tracking_run)
+
+        run = mlflow.active_run()
+        logger.info("MLflow run %s", run.info.run_id)
         publish_run_summary(recipe.name, stages, run.info.run_id, tracking)
         training = None
         if recipe.train.enabled and "mixture" in stages:     # after the Dask cluster is gone: the ranks get the cores
@@ -48,11 +51,43 @@ def _curation(recipe: Recipe) -> dict:
                                                      run.info.run_id))
             mlflow.set_tag("sluice.training_run", training["mlflow_run_id"])
             log_datasets(training["mlflow_run_id"], [mixture_dataset(stages["mixture"])])
+    except BaseException:
+        _fail(opening)
+        raise
+    mlflow.end_run()
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
             "dask_scheduler": address,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, run.info.run_id),
             "training": training}
+
+
+def _open_run(recipe: Recipe) -> str:
+    """The run's MLflow run with the recipe as parameters and file; returns its id (the run is not left active on
+    the thread that opens it)."""
+    import mlflow
+    from mlflow.tracking.context.registry import resolve_tags
+
+    use_experiment(recipe.mlflow.experiment, recipe.mlflow.tracking_uri)
+    client = mlflow.MlflowClient()
+    tags = resolve_tags({"sluice.recipe": recipe.name, "sluice.kind": "curation"})   # as mlflow.start_run would
+    run = client.create_run(mlflow.get_experiment_by_name(recipe.mlflow.experiment).experiment_id,
+                            run_name=recipe.name, tags=tags)
+    settings = recipe.model_dump(mode="json")
+    client.log_batch(run.info.run_id, params=[mlflow.entities.Param(key, str(value))
+                                              for key, value in flatten("", settings).items()])
+    client.log_text(run.info.run_id, yaml.safe_dump(settings, sort_keys=False), "recipe.yaml")
+    return run.info.run_id
+
+
+def _fail(opening: BackgroundRun) -> None:
+    """Mark the run failed, also when it failed before becoming this thread's active run."""
+    import mlflow
+
+    if mlflow.active_run() is not None:
+        mlflow.end_run("FAILED")
+    elif (run_id := opening.opened_id()) is not None:
+        mlflow.MlflowClient().set_terminated(run_id, "FAILED")
 
 
 def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:

@@ -5,11 +5,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
-import mlflow
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.schema import Recipe
 from storage.manifest import Manifest
+from flows.tracking_run import activate_pending_run
 from storage.stage_result import StageResult, stage_result
 from tracking.store import artifact_url
 
@@ -61,6 +61,9 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
         markdown=_summary_markdown(stage, manifest, manifest_url, cached) + "\n\n" + report.markdown,
         description=f"{stage}: stage summary ({recipe.name})",
     )
+    import mlflow      # here, not at import: the first stage starts before MLflow is loaded (flows.tracking_run)
+
+    activate_pending_run()
     if mlflow.active_run() is not None:
         mlflow.log_metrics(stage_metrics(stage, stats))
         mlflow.set_tags({f"sluice.{stage}.fingerprint": manifest.fingerprint,
@@ -82,6 +85,8 @@ def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, 
 
 def _image_artifact(recipe_name: str, stage: str, path: str) -> None:
     """A chart on the stage's flow-run page, when a tracking server can serve it to the browser."""
+    import mlflow
+
     name = os.path.basename(path)
     url = artifact_url(mlflow.get_tracking_uri(), mlflow.active_run().info.run_id, f"stages/{stage}/{name}")
     if url and name.endswith(".png"):

@@ -3,7 +3,6 @@ MLflow run and the stages' charts, so the flow-run page answers "what did this r
 subflows. Charts are shown as images when MLflow is a tracking server (its artifact proxy serves them)."""
 from __future__ import annotations
 
-import mlflow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.reporting import artifact_key
@@ -11,6 +10,8 @@ from tracking.store import artifact_url, run_page_url
 
 
 def publish_run_summary(recipe_name: str, stages: dict, run_id: str, tracking_uri: str) -> None:
+    import mlflow
+
     key = artifact_key(recipe_name)
     create_table_artifact(key=f"{key}-stages", table=[_stage_row(name, result) for name, result in stages.items()],
                           description=f"{recipe_name}: every stage of the run")
@@ -34,6 +35,8 @@ def _stage_row(name: str, result: dict) -> dict:
 
 
 def _charts(run_id: str) -> list[str]:
+    import mlflow
+
     client = mlflow.MlflowClient()
     found = []
     for folder in client.list_artifacts(run_id, "stages"):
