@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.schema import Recipe
-from storage.manifest import Manifest
 from flows.tracking_run import activate_pending_run
+from storage.manifest import Manifest
 from storage.stage_result import StageResult, stage_result
 from tracking.store import artifact_url
 

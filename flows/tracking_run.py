@@ -31,16 +31,15 @@ class BackgroundRun:
         except BaseException as error:       # raised where the run is first needed
             self._error = error
 
-    def run_id(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise RuntimeError("could not open the run's MLflow run") from self._error
-        return self._run_id
-
     def opened_id(self) -> str | None:
         """The run id, or None when opening it failed."""
         self._thread.join()
         return self._run_id
+
+    def run_id(self) -> str:
+        if (run_id := self.opened_id()) is None:
+            raise RuntimeError("could not open the run's MLflow run") from self._error
+        return run_id
 
     def activate(self) -> None:
         """Make the run this thread's active MLflow run, unless it already is."""

@@ -22,6 +22,7 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from storage.fs import atomic_output
 from storage.locations import state_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -137,10 +138,8 @@ def _distributions_by_module() -> dict[str, list[str]]:
         pass
     found = metadata.packages_distributions()
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_name(f".{cache.name}.{os.getpid()}")
-        partial.write_text(json.dumps(found, sort_keys=True))
-        partial.replace(cache)                       # atomic: a reader never sees half a file
+        with atomic_output(str(cache)) as partial:   # a reader never sees half a file
+            Path(partial).write_text(json.dumps(found, sort_keys=True))
     except OSError:                                  # a read-only state dir costs the time, nothing else
         pass
     return found
