@@ -89,18 +89,25 @@ def _project_packages(root: Path) -> set[str]:
     return {path.parent.name for path in root.glob("*/__init__.py")}
 
 
-def _imports(module: str, path: Path) -> list[str]:
+def _imports(module: str, path: Path) -> tuple[str, ...]:
     """Every module name `path` imports, absolute. `from a import b` yields `a.b` too, since b may be a module."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return _imports_of_source(package, path.read_bytes(), str(path))
+
+
+@lru_cache(maxsize=4096)
+def _imports_of_source(package: str, source: bytes, filename: str) -> tuple[str, ...]:
+    # keyed by the source itself, so an edited file is parsed again; every stage's closure shares the project's
+    # common modules, parsed once per process (8 stages' closures: 0.52 s parsing each anew)
     names: list[str] = []
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+    for node in ast.walk(ast.parse(source, filename=filename)):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = _resolve_relative(package, node.module, node.level)
             names.append(base)
             names.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
-    return names
+    return tuple(names)
 
 
 def _resolve_relative(package: str, name: str | None, level: int) -> str:
@@ -126,17 +133,19 @@ def _with_parents(module: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _distributions_by_module() -> dict[str, list[str]]:
-    """Top-level module -> the distributions that provide it. `metadata.packages_distributions()` reads every
-    installed distribution's metadata (~0.4 s, on the way to every run's first task), so its answer is kept in a
-    file under the state dir, named after the installed distributions' metadata folders: their names carry the
-    versions, so installing, removing or upgrading any distribution reads them again."""
-    cache = state_dir() / "cache" / f"distributions-{_installed_key()}.json"
+def _distributions_by_module() -> dict[str, list[list[str]]]:
+    """Top-level module -> [distribution, version] of the distributions that provide it. Reading every installed
+    distribution's metadata (`metadata.packages_distributions()`, then each version) takes ~0.7 s, on the way to
+    every run's first task, so the answer is kept in a file under the state dir, named after the installed
+    distributions' metadata folders: their names carry the versions, so installing, removing or upgrading any
+    distribution reads them again."""
+    cache = state_dir() / "cache" / f"distribution-versions-{_installed_key()}.json"
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):
         pass
-    found = metadata.packages_distributions()
+    found = {module: [[name, metadata.version(name)] for name in sorted(set(names))]
+             for module, names in metadata.packages_distributions().items()}
     try:
         with atomic_output(str(cache)) as partial:   # a reader never sees half a file
             Path(partial).write_text(json.dumps(found, sort_keys=True))
@@ -163,6 +172,5 @@ def _distribution_versions(top_level_modules: set[str]) -> set[tuple[str, str]]:
         distributions = _distributions_by_module().get(module)
         if not distributions:
             versions.add((module, "absent"))
-        for distribution in distributions or ():
-            versions.add((distribution, metadata.version(distribution)))
+        versions.update((name, version) for name, version in distributions or ())
     return versions
