@@ -2,6 +2,8 @@
 and the workers come up with the libraries the stages' calls and charts import."""
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 
@@ -32,3 +34,20 @@ def test_workers_start_with_the_stages_libraries_loaded(dask_address):
     with Client(dask_address) as client:
         loaded = client.run(lambda: [module for module in WORKER_PRELOAD if module in sys.modules])
     assert all(modules == list(WORKER_PRELOAD) for modules in loaded.values())
+
+
+def test_workers_start_without_dasks_64_kb_malloc_trim(dask_address):
+    with Client(dask_address) as client:
+        found = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert found and all(value is None for value in found.values())
+
+
+def test_dask_worker_processes_get_the_same_nanny_environment():
+    """`sluice server` and compose start `dask worker` with WORKER_CONFIG_ENV; its nanny must read it as unset."""
+    from flows.dask_cluster import WORKER_CONFIG_ENV
+
+    code = ("import distributed, distributed.nanny as n; "
+            "print(n._get_env_variables('distributed.nanny.pre-spawn-environ'))")
+    env = {key: value for key, value in os.environ.items() if key != "MALLOC_TRIM_THRESHOLD_"} | WORKER_CONFIG_ENV
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert "MALLOC_TRIM_THRESHOLD_" not in out and "OMP_NUM_THREADS" in out
