@@ -133,7 +133,7 @@ def _with_parents(module: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _distributions_by_module() -> dict[str, list[list[str]]]:
+def _distribution_versions_by_module() -> dict[str, list[list[str]]]:
     """Top-level module -> [distribution, version] of the distributions that provide it. Reading every installed
     distribution's metadata (`metadata.packages_distributions()`, then each version) takes ~0.7 s, on the way to
     every run's first task, so the answer is kept in a file under the state dir, named after the installed
@@ -169,7 +169,7 @@ def _distribution_versions(top_level_modules: set[str]) -> set[tuple[str, str]]:
     import) counts as absent, so installing it later changes the version too."""
     versions: set[tuple[str, str]] = set()
     for module in top_level_modules:
-        distributions = _distributions_by_module().get(module)
+        distributions = _distribution_versions_by_module().get(module)
         if not distributions:
             versions.add((module, "absent"))
         versions.update((name, version) for name, version in distributions or ())

@@ -72,13 +72,13 @@ def test_library_versions_are_part_of_the_code_version(tmp_path, monkeypatch):
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sluicetestlib\nVersion: {version}\n")
         (info / "top_level.txt").write_text("sluicetestlib\n")
-        cv._distributions_by_module.cache_clear()
+        cv._distribution_versions_by_module.cache_clear()
         return {root: cv.code_version(root, root=project) for root in ("tasks.sub.work", "tasks.plain")}
 
     closure = cv.code_closure("tasks.sub.work", root=project)
     assert set(closure.modules) == {"tasks", "tasks.sub", "tasks.sub.work", "tasks.sub.helper", "tasks.plain"}
     first, second = install("1.0"), install("2.0")
-    cv._distributions_by_module.cache_clear()
+    cv._distribution_versions_by_module.cache_clear()
     assert ("sluicetestlib", "2.0") in cv.code_closure("tasks.sub.work", root=project).libraries
     assert first["tasks.sub.work"] != second["tasks.sub.work"]
     assert first["tasks.plain"] == second["tasks.plain"]
