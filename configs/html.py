@@ -53,6 +53,12 @@ class HtmlTextConfig(StrictModel):
     """When main-content extraction keeps fewer characters than this, extract the whole page instead
     (main-content heuristics sometimes discard the article of short or unusual pages). 0 disables."""
 
+    max_boilerplate_probability: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """Drop a block that the trained boilerplate classifier (tasks/extract/boilerplate_classifier.py, a logistic
+    regression over each block's length, links, punctuation and place on the page) gives a higher probability
+    of being boilerplate than this. None: no classifier. Measured at 0.9 and 0.95 in
+    benchmarks/results/extraction_quality.md; not the default until the ablation has measured it on the model."""
+
     max_main_content_depth: int = Field(default=256, ge=1)
     """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's
     main-content heuristics are quadratic in the depth (5,000 levels take ~0.7 s, 20,000 levels ~34 s), so one

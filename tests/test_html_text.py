@@ -90,6 +90,30 @@ def test_link_density_filter_drops_link_lists_inside_the_article():
     assert "Mayor" not in html_to_text(page, HtmlTextConfig(max_link_density=0.5))
 
 
+def test_the_boilerplate_classifier_drops_a_photo_credit_inside_the_article_and_keeps_the_prose():
+    mayor = "The mayor said the plan, which includes new schools, roads and parks, would be reviewed next spring."
+    credit = "Photo: Jane Doe / Reuters | 12.03.2021"
+    page = (f"<article><h1>Budget agreed</h1><p>{credit}</p><p>{ARTICLE}</p><p>{ARTICLE}</p><p>{mayor}</p>"
+            f"<p>{ARTICLE}</p></article>")
+    assert credit in html_to_text(page, DEFAULT)                 # the rule filters keep it
+    lines = html_to_text(page, HtmlTextConfig(max_boilerplate_probability=0.9)).split("\n")
+    assert credit not in lines
+    assert sum(line == ARTICLE for line in lines) == 3 and mayor in lines
+
+
+def test_retraining_on_the_even_gold_pages_gives_the_committed_weights(data_dir):
+    """The classifier's weights are generated from the shared data, not tuned by hand: the trainer reproduces
+    them (and a change to the block features without retraining fails here and at first use)."""
+    from benchmarks.train_boilerplate_classifier import fit, labelled_blocks
+    from tasks.extract import boilerplate_weights
+    from tasks.extract.block_features import FEATURE_NAMES
+
+    bias, weights = fit(*labelled_blocks(data_dir))
+    assert boilerplate_weights.FEATURES == FEATURE_NAMES
+    assert bias == pytest.approx(boilerplate_weights.BIAS, rel=1e-9)
+    assert list(weights) == pytest.approx(list(boilerplate_weights.WEIGHTS), rel=1e-9, abs=1e-12)
+
+
 def test_each_post_filter_can_be_switched_off():
     text = html_to_text(PAGE, WHOLE_PAGE)
     for kept in ("Contact us today", "More on this topic", "• Mayor opens the new library", "Share this", "Imprint"):
@@ -121,6 +145,7 @@ def test_never_raises_on_garbage(garbage, engine):
 @pytest.mark.parametrize("values, field", [
     ({"engine": "lynx"}, "engine"),
     ({"max_link_density": 1.5}, "max_link_density"),
+    ({"max_boilerplate_probability": 1.0}, "max_boilerplate_probability"),
     ({"tail_max_words": -1}, "tail_max_words"),
     ({"fallback_min_chars": "many"}, "fallback_min_chars"),
     ({"skip_elements": ["div[[["]}, "skip_elements"),

@@ -2,8 +2,9 @@
 
 The resiliparse engine asks resiliparse for "minimal HTML" (paragraphs, headings, list items and links kept
 as tags) rather than plain text, so that it can judge blocks: headings left without a body, short lines
-after the article, optionally link-dense blocks. Those are the boilerplate that resiliparse's main-content
-heuristics let through most often; each filter is measured in benchmarks/results/extraction_quality.md.
+after the article, optionally link-dense blocks or blocks a trained classifier reads as boilerplate. Those are
+the boilerplate that resiliparse's main-content heuristics let through most often; each filter is measured in
+benchmarks/results/extraction_quality.md.
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
 from configs.html import HtmlTextConfig
+from tasks.extract.block_features import reads_like_prose
+from tasks.extract.boilerplate_classifier import without_boilerplate
 
-_SENTENCE_END = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
-PROSE_MIN_WORDS = 8  # a block of at least this many words ending a sentence reads like article prose
 _TAG = re.compile(r"<(/?)([a-z0-9]+)[^>]*>")
 _BLOCK_TAGS = frozenset({"p", "li", "ul", "ol", "pre", "br", "h1", "h2", "h3", "h4", "h5", "h6"})
 
@@ -43,14 +44,27 @@ def _trafilatura_text(html: str, config: HtmlTextConfig) -> str:
 
 
 def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
+    blocks = page_blocks(html, config)
+    if config.max_boilerplate_probability is not None:
+        blocks = without_boilerplate(blocks, config.max_boilerplate_probability)
+    return _joined(blocks)
+
+
+def page_blocks(html: str, config: HtmlTextConfig) -> list[Block]:
+    """The page's blocks after resiliparse and the rule filters (before the boilerplate classifier, whose
+    training reads them): main content, or the whole page when that keeps more than a too-short main content."""
     tree = HTMLTree.parse(html)
     main_content = config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
-    text = _render(tree, config, main_content=main_content)
-    if main_content and len(text) < config.fallback_min_chars:
+    blocks = _render(tree, config, main_content=main_content)
+    if main_content and len(_joined(blocks)) < config.fallback_min_chars:
         whole_page = _render(tree, config, main_content=False)
-        if len(whole_page) > len(text):
-            text = whole_page
-    return text
+        if len(_joined(whole_page)) > len(_joined(blocks)):
+            blocks = whole_page
+    return blocks
+
+
+def _joined(blocks: list[Block]) -> str:
+    return "\n".join(block.text for block in blocks)
 
 
 @functools.lru_cache(maxsize=4)
@@ -63,7 +77,7 @@ def _nests_deeper_than(tree: HTMLTree, depth: int) -> bool:
     return tree.document.query_selector(_depth_selector(depth)) is not None
 
 
-def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> str:
+def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> list[Block]:
     markup = extract_plain_text(
         tree, preserve_formatting="minimal_html", links=True, main_content=main_content,
         comments=config.comments, alt_texts=config.alt_texts, form_fields=config.form_fields,
@@ -75,7 +89,7 @@ def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> str:
         blocks = _without_orphan_headings(blocks)
     if config.tail_max_words:
         blocks = _without_short_tail(blocks, config.tail_max_words)
-    return "\n".join(block.text for block in blocks)
+    return blocks
 
 
 @dataclass
@@ -196,9 +210,7 @@ def _without_short_tail(blocks: list[Block], max_words: int) -> list[Block]:
 
     Preformatted blocks (code) are kept: their lines are short by nature.
     """
-    prose = [index for index, block in enumerate(blocks)
-             if not block.heading_level and len(block.text.split()) >= PROSE_MIN_WORDS
-             and _SENTENCE_END.search(block.text)]
+    prose = [index for index, block in enumerate(blocks) if reads_like_prose(block)]
     if not prose:
         return blocks
     tail = [block for block in blocks[prose[-1] + 1:] if block.preformatted or len(block.text.split()) >= max_words]
