@@ -1,65 +1,93 @@
-"""Issue 19, part 6: each curation change that landed, measured on the model. One ablation on the bench corpus
-(benchmarks/ablation.py's model, evaluation suite and shared tokenizer): the full recipe as it was before the
-change, the full recipe after it, same seeds, same token budget, held-out bits per byte.
+"""Issue 19, part 6: each curation change that landed, measured on the model. Per part, one ablation on the bench
+corpus (benchmarks/ablation.py's model, evaluation suite and shared tokenizer): the full recipe without the change
+and with it, same seeds, same token budget, held-out bits per byte.
 
-    .venv/bin/python benchmarks/curation_quality.py [--seeds 3] [--tokens 524288]     # ~45 min on 2 cores
+    .venv/bin/python benchmarks/curation_quality.py [--part 1_boilerplate] [--seeds 3] [--tokens 524288]
+                                                            # ~40 min per part on 2 cores
 
 Writes `results/curation_quality.json`: per part, `bpb_before`, `bpb_after` (macro over the suite's domains, mean
 over seeds), `seed_std` (the pooled standard deviation of the paired differences), the difference, its
-signal-to-noise ratio and p-value, and the verdict. Parts whose change did not land say so instead of a figure.
+signal-to-noise ratio and p-value, the verdict, and the command and date that measured it (a run of one part
+keeps the others' recorded figures). Parts whose change did not land say so instead of a figure.
 """
 from __future__ import annotations
 
+import argparse
+import datetime as dt
+import json
 import os
+import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ablation import bench_ablation, budget_parser  # noqa: E402
 from benchmarks.dedup import FIVE_GRAMS  # noqa: E402
-from benchmarks.harness import RESULTS, bench_env, ensure_corpus, write_result  # noqa: E402
+from benchmarks.harness import RESULTS, bench_env, ensure_corpus, machine_info  # noqa: E402
 
-BEFORE = "five_gram_dedup"
-# Variant name -> (issue part, what changed): each compared with BEFORE, the full recipe before issue 19.
-AFTER = {"bigram_dedup": ("2_residual_duplicates", "MinHash on word bigrams, 28 x 4 bands, verified at 0.65")}
-VARIANTS = {BEFORE: {"dedup": {"minhash": FIVE_GRAMS}}, "bigram_dedup": {}}
+
+@dataclass(frozen=True)
+class Part:
+    change: str
+    before: tuple[str, dict]       # variant name, recipe overrides
+    after: tuple[str, dict]
+
+
+PARTS = {
+    "1_boilerplate": Part("extract.html.max_boilerplate_probability 0.95 (the trained block classifier)",
+                          ("default_extraction", {}),
+                          ("boilerplate_classifier", {"extract": {"html": {"max_boilerplate_probability": 0.95}}})),
+    "2_residual_duplicates": Part("MinHash on word bigrams, 28 x 4 bands, verified at 0.65",
+                                  ("five_gram_dedup", {"dedup": {"minhash": FIVE_GRAMS}}), ("bigram_dedup", {})),
+}
 NOT_LANDED = {
-    "1_boilerplate": "no extraction change landed: the leak is still extraction_quality.json's default row",
     "3_perplexity": "no KenLM change landed: the shared reference text cannot reach the CCNet ranking "
                     "(quality.json, kenlm_ccnet_oracle)",
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = budget_parser(__doc__.split("\n")[0], 1 << 19, RESULTS / "curation_quality.json").parse_args(argv)
-    os.environ.update(bench_env())
-    corpus, origin = ensure_corpus()
+def measure(name: str, part: Part, corpus: Path, seeds: int, tokens: int) -> dict:
     from flows.ablation import ablation_flow
 
-    ablation = bench_ablation(corpus, VARIANTS, args.seeds, args.tokens, name="curation-quality-bench")
+    (before, before_overrides), (after, after_overrides) = part.before, part.after
+    ablation = bench_ablation(corpus, {before: before_overrides, after: after_overrides}, seeds, tokens,
+                              name=f"curation-quality-{name.replace('_', '-')}")
     started = time.perf_counter()
     result = ablation_flow(ablation)
     table = result["table"]["variants"]
-    parts = {}
-    for variant, (part, change) in AFTER.items():
-        versus = table[variant]["vs_baseline"]["macro"]
-        parts[part] = {"change": change, "variant": variant,
-                       "bpb_before": round(table[BEFORE]["metrics"]["macro"]["mean"], 5),
-                       "bpb_after": round(table[variant]["metrics"]["macro"]["mean"], 5),
-                       "seed_std": round(versus["seed_std"], 5), "difference": round(versus["difference"], 5),
-                       "snr": round(versus["snr"], 3), "p_value": versus["p_value"],
-                       "documents_out": {name: result["why"][name]["documents_out"] for name in (BEFORE, variant)}}
-    report = {
-        "corpus": origin, "seeds": len(ablation.seeds), "tokens_per_run": ablation.tokens, "baseline": BEFORE,
-        "parts": parts | {part: {"status": reason} for part, reason in NOT_LANDED.items()},
-        "verdict": result["verdict"], "wall_seconds": round(time.perf_counter() - started, 1),
-        "mlflow_run_id": result["mlflow_run_id"], "markdown": result["markdown"],
-    }
-    write_result(args.out, report, "curation_quality.py", argv)
-    print(result["markdown"])
+    versus = table[after]["vs_baseline"]["macro"]
+    return {"change": part.change, "variant": after, "baseline": before,
+            "bpb_before": round(table[before]["metrics"]["macro"]["mean"], 5),
+            "bpb_after": round(table[after]["metrics"]["macro"]["mean"], 5),
+            "seed_std": round(versus["seed_std"], 5), "difference": round(versus["difference"], 5),
+            "snr": round(versus["snr"], 3), "p_value": versus["p_value"],
+            "documents_out": {variant: result["why"][variant]["documents_out"] for variant in (before, after)},
+            "seeds": len(ablation.seeds), "tokens_per_run": ablation.tokens, "verdict": result["verdict"],
+            "wall_seconds": round(time.perf_counter() - started, 1), "mlflow_run_id": result["mlflow_run_id"],
+            "markdown": result["markdown"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser: argparse.ArgumentParser = budget_parser(__doc__.split("\n")[0], 1 << 19, RESULTS / "curation_quality.json")
+    parser.add_argument("--part", choices=sorted(PARTS), action="append", help="the part(s) to measure (default: all)")
+    args = parser.parse_args(argv)
+    os.environ.update(bench_env())
+    corpus, origin = ensure_corpus()
+    recorded = json.loads(args.out.read_text()) if args.out.exists() else {}
+    parts = recorded.get("parts", {})
+    command = "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/curation_quality.py", *argv])
+    for name in args.part or sorted(PARTS):
+        parts[name] = measure(name, PARTS[name], corpus, args.seeds, args.tokens) | {
+            "command": command, "date": dt.datetime.now().isoformat(timespec="minutes")}
+        print(parts[name]["markdown"])
+    report = {"corpus": origin, "parts": dict(sorted((parts | {part: {"status": reason}
+                                                                for part, reason in NOT_LANDED.items()}).items())),
+              "machine": machine_info()}
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 
