@@ -57,7 +57,8 @@ class HtmlTextConfig(StrictModel):
     """Drop a block that the trained boilerplate classifier (tasks/extract/boilerplate_classifier.py, a logistic
     regression over each block's length, links, punctuation and place on the page) gives a higher probability
     of being boilerplate than this. None: no classifier. Measured at 0.9 and 0.95 in
-    benchmarks/results/extraction_quality.md; not the default until the ablation has measured it on the model."""
+    benchmarks/results/extraction_quality.md; off by default: on the model it changed nothing beyond seed noise
+    (benchmarks/results/curation_quality.json, part 1)."""
 
     max_main_content_depth: int = Field(default=256, ge=1)
     """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's
