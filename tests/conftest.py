@@ -1,7 +1,9 @@
 """Shared fixtures: the real third-party data directory and an isolated state directory per test session."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,6 +11,8 @@ import pytest
 
 # Services are real but isolated: a throw-away state dir (Prefect DB, MLflow DB) for the whole test session.
 _STATE = Path(tempfile.mkdtemp(prefix="sluice-test-state-"))
+# registered first, so it runs last at exit: after the session's temporary Prefect server has stopped
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
 os.environ["SLUICE_STATE_DIR"] = str(_STATE)
 os.environ["PREFECT_HOME"] = str(_STATE / "prefect")
 os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_STATE / 'mlflow.db'}"
