@@ -13,10 +13,8 @@ keeps the others' recorded figures). Parts whose change did not land say so inst
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -26,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.ablation import bench_ablation, budget_parser  # noqa: E402
 from benchmarks.dedup import FIVE_GRAMS  # noqa: E402
-from benchmarks.harness import RESULTS, bench_env, ensure_corpus, machine_info  # noqa: E402
+from benchmarks.harness import RESULTS, bench_env, command_line, ensure_corpus, now, write_result  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -79,15 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     corpus, origin = ensure_corpus()
     recorded = json.loads(args.out.read_text()) if args.out.exists() else {}
     parts = recorded.get("parts", {})
-    command = "cd /work/main && " + shlex.join([".venv/bin/python", "benchmarks/curation_quality.py", *argv])
     for name in args.part or sorted(PARTS):
         parts[name] = measure(name, PARTS[name], corpus, args.seeds, args.tokens) | {
-            "command": command, "date": dt.datetime.now().isoformat(timespec="minutes")}
+            "command": command_line("curation_quality.py", argv), "date": now()}
         print(parts[name]["markdown"])
-    report = {"corpus": origin, "parts": dict(sorted((parts | {part: {"status": reason}
-                                                                for part, reason in NOT_LANDED.items()}).items())),
-              "machine": machine_info()}
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    parts |= {part: {"status": reason} for part, reason in NOT_LANDED.items()}
+    # the file's command and date are its last writer's; each part keeps the command and date that measured it
+    write_result(args.out, {"corpus": origin, "parts": dict(sorted(parts.items()))}, "curation_quality.py", argv)
     return 0
 
 

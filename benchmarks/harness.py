@@ -233,11 +233,18 @@ def machine_info() -> dict:
             "versions": versions}
 
 
+def command_line(script: str, argv: list[str]) -> str:
+    """How a result was produced, as a command to paste."""
+    return "cd /work/main && " + shlex.join([".venv/bin/python", f"benchmarks/{script}", *argv])
+
+
+def now() -> str:
+    return dt.datetime.now().isoformat(timespec="minutes")
+
+
 def write_result(path: Path, result: dict, script: str, argv: list[str]) -> None:
     """The result file: the command that produced it and the date first, then the figures, then the machine."""
-    command = "cd /work/main && " + shlex.join([".venv/bin/python", f"benchmarks/{script}", *argv])
-    document = {"command": command, "date": dt.datetime.now().isoformat(timespec="minutes"),
-                **result, "machine": machine_info()}
+    document = {"command": command_line(script, argv), "date": now(), **result, "machine": machine_info()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     log(f"wrote {path}")

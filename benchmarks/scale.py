@@ -20,7 +20,6 @@ not the flow process (a Dask worker) and of the flow process. Writes results/sca
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import shutil
 import statistics
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import (BENCH_CORPUS, PYTHON, RESULTS, ROOT, WORK, bench_env, bench_recipe,  # noqa: E402
-                                ratio, run_child, write_result)
+                                command_line, now, ratio, run_child, write_result)
 
 STAGES = ("extract", "dedup", "quality_scores", "quality_filter", "tokenize", "mixture")
 SCALING_STAGES = ("extract", "dedup", "quality_scores", "tokenize")     # the 2-workers-over-1 stages
@@ -197,7 +196,7 @@ def resummarize(path: Path) -> int:
     runs, workers = recorded["runs"], recorded["workers"]
     plot(runs, workers, path.with_suffix(".png"))
     recorded.update(summary(runs, workers))
-    recorded["summarized"] = f"{' '.join(sys.argv)} at {dt.datetime.now().isoformat(timespec='minutes')}"
+    recorded["summarized"] = f"{command_line('scale.py', ['--resummarize'])} at {now()}"
     path.write_text(json.dumps(recorded, indent=2) + "\n")
     return 0
 

@@ -22,7 +22,8 @@ FEATURE_NAMES = (
 
 
 def reads_like_prose(block) -> bool:
-    return not block.heading_level and len(block.text.split()) >= PROSE_MIN_WORDS and bool(SENTENCE_END.search(block.text))
+    return (not block.heading_level and len(block.text.split()) >= PROSE_MIN_WORDS
+            and bool(SENTENCE_END.search(block.text)))
 
 
 def block_features(blocks: Sequence) -> list[tuple[float, ...]]:
@@ -31,8 +32,7 @@ def block_features(blocks: Sequence) -> list[tuple[float, ...]]:
     texts = [block.text for block in blocks]
     prose = [reads_like_prose(block) for block in blocks]
     to_prose = _blocks_to_nearest(prose)
-    first = prose.index(True) if any(prose) else 0
-    last = count - 1 - prose[::-1].index(True) if any(prose) else count - 1
+    first, last = (prose.index(True), count - 1 - prose[::-1].index(True)) if True in prose else (0, count - 1)
     page_chars = max(1, sum(map(len, texts)))
     rows = []
     for index, (block, text) in enumerate(zip(blocks, texts)):

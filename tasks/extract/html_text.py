@@ -56,15 +56,20 @@ def page_blocks(html: str, config: HtmlTextConfig) -> list[Block]:
     tree = HTMLTree.parse(html)
     main_content = config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
     blocks = _render(tree, config, main_content=main_content)
-    if main_content and len(_joined(blocks)) < config.fallback_min_chars:
+    if main_content and _text_length(blocks) < config.fallback_min_chars:
         whole_page = _render(tree, config, main_content=False)
-        if len(_joined(whole_page)) > len(_joined(blocks)):
+        if _text_length(whole_page) > _text_length(blocks):
             blocks = whole_page
     return blocks
 
 
 def _joined(blocks: list[Block]) -> str:
     return "\n".join(block.text for block in blocks)
+
+
+def _text_length(blocks: list[Block]) -> int:
+    """len(_joined(blocks)), without building the text."""
+    return sum(len(block.text) for block in blocks) + max(0, len(blocks) - 1)
 
 
 @functools.lru_cache(maxsize=4)
