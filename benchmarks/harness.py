@@ -72,15 +72,24 @@ def input_files(folder: Path) -> list[Path]:
 
 
 def ensure_corpus(requested: Path | None = None) -> tuple[Path, str]:
-    """The corpus folder (warc/ and labels.jsonl) and how it was made: the given one, or the bench corpus built once."""
+    """The corpus folder (warc/ and labels.jsonl) and how it was made: the given one, or the bench corpus."""
     if requested:
         return requested, f"given: {requested}"
-    if not (BENCH_CORPUS / "corpus.json").exists():
-        log(f"building the bench corpus in {BENCH_CORPUS} (about 1.5 min) ...")
-        shutil.rmtree(BENCH_CORPUS, ignore_errors=True)
-        subprocess.run([str(ROOT / ".venv" / "bin" / "sluice"), "corpus", "--size", "bench", "--seed", "0",
-                        "--out", str(BENCH_CORPUS)], cwd=ROOT, env=bench_env(), check=True)
-    return BENCH_CORPUS, "sluice corpus --size bench --seed 0"
+    return generated_corpus(BENCH_CORPUS, "bench", 0)
+
+
+def generated_corpus(folder: Path, size: str, seed: int) -> tuple[Path, str]:
+    """`sluice corpus` into `folder`, built once and built again when the generator has a new version since (a
+    corpus of the old generator is not the one the command makes now); with how it was made."""
+    from dev.corpus.generate import GENERATOR_VERSION
+
+    summary = folder / "corpus.json"
+    if not summary.exists() or json.loads(summary.read_text()).get("generator_version") != GENERATOR_VERSION:
+        log(f"building the {size} corpus of seed {seed} in {folder} ...")
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([str(ROOT / ".venv" / "bin" / "sluice"), "corpus", "--size", size, "--seed", str(seed),
+                        "--out", str(folder)], cwd=ROOT, env=bench_env(), check=True)
+    return folder, f"sluice corpus --size {size} --seed {seed} (generator {GENERATOR_VERSION})"
 
 
 def ensure_peer() -> None:

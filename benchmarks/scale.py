@@ -23,27 +23,21 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import (BENCH_CORPUS, PYTHON, RESULTS, ROOT, WORK, bench_env, bench_recipe,  # noqa: E402
-                                command_line, now, ratio, run_child, write_result)
+from benchmarks.harness import (BENCH_CORPUS, PYTHON, RESULTS, WORK, bench_recipe,  # noqa: E402
+                                command_line, generated_corpus, now, ratio, run_child, write_result)
 
 STAGES = ("extract", "dedup", "quality_scores", "quality_filter", "tokenize", "mixture")
 SCALING_STAGES = ("extract", "dedup", "quality_scores", "tokenize")     # the issue's 2-workers-over-1 stages
 
 
 def corpus(seed: int) -> Path:
-    """The bench corpus of one seed, built once (seed 0 is the bench corpus the other benchmarks use)."""
-    folder = BENCH_CORPUS if seed == 0 else WORK / f"corpus-bench-s{seed}"
-    if not (folder / "corpus.json").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run([str(ROOT / ".venv" / "bin" / "sluice"), "corpus", "--size", "bench", "--seed", str(seed),
-                        "--out", str(folder)], cwd=ROOT, env=bench_env(), check=True)
-    return folder
+    """The bench corpus of one seed (seed 0 is the bench corpus the other benchmarks use)."""
+    return generated_corpus(BENCH_CORPUS if seed == 0 else WORK / f"corpus-bench-s{seed}", "bench", seed)[0]
 
 
 def run_child_flow(args) -> int:

@@ -29,7 +29,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, goal, log, write_result  # noqa: E402
+from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, generated_corpus, goal, log, write_result  # noqa: E402
 
 SYNTHETIC_NOISE, SYNTHETIC_SEEDS = 0.001, (0, 1, 2)
 TRANSFER_WIDTHS = [32, 64, 128]
@@ -132,11 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.corpus == "bench":
         corpus, origin = ensure_corpus()
     else:
-        corpus, origin = WORK / "small-corpus", "sluice corpus --size small --seed 0"
-        if not (corpus / "corpus.json").exists():
-            import subprocess
-            subprocess.run([str(ROOT / ".venv/bin/sluice"), "corpus", "--size", "small", "--out", str(corpus)],
-                           check=True, env=bench_env())
+        corpus, origin = generated_corpus(WORK / "small-corpus", "small", 0)
     from flows.sweep import sweep_flow
 
     sweep = bench_sweep(corpus, [int(value) for value in args.tokens.split(",")])

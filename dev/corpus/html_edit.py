@@ -19,7 +19,10 @@ PARAGRAPH = re.compile(r"<p\b([^>]*)>(.*?)</p\s*>", re.IGNORECASE | re.DOTALL)
 NESTED_BLOCK = re.compile(
     r"<(?:p|div|section|article|table|ul|ol|li|h[1-6]|form|blockquote|figure|header|footer|nav|aside)\b",
     re.IGNORECASE)
-RAW_TEXT_ELEMENT = re.compile(r"<(script|style|noscript|template|textarea)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+# Where a <p> is not article prose: inside raw text (a script's string), or inside an element that by HTML5
+# semantics is not the article (a figure's caption, a sidebar, navigation, a page header or footer).
+NOT_PROSE_ELEMENT = re.compile(r"<(script|style|noscript|template|textarea|figure|figcaption|aside|nav|header|footer)\b"
+                               r".*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 TITLE = re.compile(r"(<title\b[^>]*>)(.*?)(</title\s*>)", re.IGNORECASE | re.DOTALL)
 HEADING = re.compile(r"(<h1\b[^>]*>)(.*?)(</h1\s*>)", re.IGNORECASE | re.DOTALL)
 TAG_OR_TEXT = re.compile(r"(<[^>]*>)")
@@ -45,13 +48,15 @@ class Paragraph:
 
 @lru_cache(maxsize=32)     # builders look at the same template or original several times in a row
 def main_paragraphs(page: str) -> tuple[Paragraph, ...]:
-    """<p> elements that hold prose: plain inline content, at least a sentence long, not inside a script."""
-    raw_spans = [m.span() for m in RAW_TEXT_ELEMENT.finditer(page)]
-    raw_starts = [start for start, _ in raw_spans]
+    """<p> elements that hold prose: plain inline content, at least a sentence long, not inside a script nor in a
+    caption, sidebar, menu, header or footer (an article written there is lost to an extractor that keeps only
+    the main content)."""
+    excluded = [m.span() for m in NOT_PROSE_ELEMENT.finditer(page)]
+    excluded_starts = [start for start, _ in excluded]
     paragraphs = []
     for match in PARAGRAPH.finditer(page):
-        enclosing = bisect_right(raw_starts, match.start()) - 1
-        if enclosing >= 0 and raw_spans[enclosing][1] > match.start():
+        enclosing = bisect_right(excluded_starts, match.start()) - 1
+        if enclosing >= 0 and excluded[enclosing][1] > match.start():
             continue
         paragraph = Paragraph(match.start(), match.end(), match.group(1), match.group(2))
         if not NESTED_BLOCK.search(paragraph.inner) and len(paragraph.text) >= MIN_PARAGRAPH_CHARS:

@@ -58,9 +58,14 @@ class PassagePool:
             raise RuntimeError("the reference texts are used up; generate a smaller corpus")
         path = self._pending.pop(0)
         self._name = path.relative_to(self._root).as_posix()
-        self._paragraphs = _merged(_raw_paragraphs(path))
+        self._paragraphs = paragraphs_of(path)
         self._words_left = sum(len(p.split()) for p in self._paragraphs)
         self._cursor = 0
+
+
+def paragraphs_of(path: Path) -> list[str]:
+    """A reference text's paragraphs as passages are cut from them (`Passage.source` counts in these)."""
+    return _merged(_raw_paragraphs(path))
 
 
 def _raw_paragraphs(path: Path) -> list[str]:
