@@ -11,12 +11,14 @@ import pytest
 from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from configs.html import HtmlTextConfig
+from dev.corpus.captures import Capture
 from dev.corpus.context import BuildContext, HostProfiles, TemplateSupply
 from dev.corpus.generate import generate_corpus
 from dev.corpus.html_edit import main_paragraphs
 from dev.corpus.http_message import parse_response
 from dev.corpus.originals import transplanted_original
 from dev.corpus.passages import PassagePool, paragraphs_of
+from dev.corpus.real_captures import label_near_identical_texts
 from dev.corpus.similarity import jaccard, main_text, shingles
 from dev.corpus.sources import load_source_pages
 from dev.corpus.urls import UrlRegistry
@@ -205,3 +207,19 @@ def _passage(data_dir: Path, body_source: str) -> list[str]:
     path, span = body_source.split("#paragraphs=")
     first, last = (int(number) for number in span.split("-"))
     return paragraphs_of(Path(data_dir) / path)[first:last + 1]
+
+
+def test_real_pages_as_similar_as_a_generated_near_copy_share_their_first_pages_cluster():
+    words = [f"w{number}" for number in range(300)]
+
+    def page(*spans: tuple[int, int]) -> Capture:
+        text = " ".join(" ".join(words[start:end]) for start, end in spans)
+        return Capture(kind="real_cc", url="http://example.org/", status=200, body=f"<p>{text}</p>".encode(),
+                       content_type="text/html")
+
+    first, copy, chained, other = page((0, 100)), page((0, 80), (200, 220)), page((0, 60), (200, 240)), \
+        page((100, 200))
+    # copy ~ first (J 0.66); chained ~ copy (J 0.60) but not ~ first (J 0.41): a site's pages, not one page's copies
+    label_near_identical_texts([first, copy, chained, other])
+    assert first.dup_cluster is not None and copy.dup_cluster == first.dup_cluster
+    assert chained.dup_cluster is None and other.dup_cluster is None

@@ -11,7 +11,8 @@ Fields:
                                   "<real warc>#<record id>" for real records and their images
     body_source                   the reference text written into a page template (transplanted articles)
     dup_cluster                   shared by an original and all its exact and near copies ("dup-NNNNN"), and by
-                                  real records whose extracted texts are identical ("real-NNNNN"); else null
+                                  real records whose extracted texts are near-identical, 5-word-shingle Jaccard
+                                  >= 0.5 as the lowest generated near-copy ("real-NNNNN"); else null
     target_jaccard, measured_jaccard  5-word-shingle Jaccard of the main text against the cluster's original
                                   (1.0 for exact copies, null for everything else)
     lang                          expected language of the main text (fastText label of the source page, "en"

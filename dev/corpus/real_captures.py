@@ -10,9 +10,11 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from dev.corpus.captures import Capture, observed_charset
 from dev.corpus.charsets import CharsetFacts
 from dev.corpus.real_records import RealResponse
-from dev.corpus.similarity import main_text
+from dev.corpus.near_duplicates import TARGETS
+from dev.corpus.similarity import jaccard, main_text, shingles
 
 HTML_SHARE_OF_SAMPLE = 2 / 3
+MIN_DUPLICATE_JACCARD = min(TARGETS)     # the generated near-duplicates' lowest similarity
 
 
 def real_captures(responses: Sequence[RealResponse], count: int | None, rng: random.Random) -> list[Capture]:
@@ -24,7 +26,7 @@ def real_captures(responses: Sequence[RealResponse], count: int | None, rng: ran
         html_count = round(count * HTML_SHARE_OF_SAMPLE)
         chosen = rng.sample(html, html_count) + rng.sample(other, count - html_count)
     captures = [_capture(response) for response in chosen]
-    _label_identical_texts(captures)
+    label_near_identical_texts(captures)
     return captures
 
 
@@ -37,18 +39,29 @@ def _capture(response: RealResponse) -> Capture:
                    source_page=f"{response.warc}#{response.record_id}", real=response, date=response.date)
 
 
-def _label_identical_texts(captures: list[Capture]) -> None:
-    """The real crawls repeat pages (the Internet Archive sample has 54 repeated texts among 140): documents
-    whose extracted text is identical share a `real-` cluster, so that dedup scoring counts them."""
-    by_text: dict[str, list[Capture]] = {}
+def label_near_identical_texts(captures: list[Capture]) -> None:
+    """The real crawls repeat pages (the Internet Archive sample has 54 repeated texts among 140, and its forum posts
+    and help pages are mostly the same site chrome). A document whose extracted text is at least as similar to an
+    earlier one's as the generated near-duplicates' lowest target (5-word-shingle Jaccard >= 0.5) joins that one's
+    `real-` cluster, so that dedup scoring counts it as the copy it is. Clusters grow around their first document,
+    as a generated original's copies do, not by chains of pairs (the site's pages are alike, not all copies)."""
+    clusters: list[tuple[object, list[Capture]]] = []     # (first document's shingles, members)
     for capture in captures:
-        if capture.expect_document:
-            text = main_text(bytes_to_str(capture.body, detect_encoding(capture.body))).strip()
-            if text:
-                by_text.setdefault(text, []).append(capture)
+        if not capture.expect_document:
+            continue
+        text = main_text(bytes_to_str(capture.body, detect_encoding(capture.body))).strip()
+        if not text:
+            continue
+        text_shingles = shingles(text)
+        cluster = next((members for first, members in clusters
+                        if jaccard(first, text_shingles) >= MIN_DUPLICATE_JACCARD), None)
+        if cluster is None:
+            clusters.append((text_shingles, [capture]))
+        else:
+            cluster.append(capture)
     numbers = itertools.count(1)
-    for group in by_text.values():
-        if len(group) > 1:
-            cluster = f"real-{next(numbers):05d}"
-            for capture in group:
-                capture.dup_cluster = cluster
+    for _, members in clusters:
+        if len(members) > 1:
+            name = f"real-{next(numbers):05d}"
+            for capture in members:
+                capture.dup_cluster = name
