@@ -155,12 +155,16 @@ def _distribution_versions_by_module() -> dict[str, list[list[str]]]:
 
 
 def _installed_key() -> str:
+    """The sys.path folders that hold distributions, with their metadata folders' names. A folder without any
+    is left out: a Dask scheduler in this process puts its own scratch folder (a new name each time) on sys.path,
+    which made every run miss the cache."""
     digest = hashlib.sha256()
     for entry in sys.path:
         folder = Path(entry or ".")
         if folder.is_dir():
             names = sorted(name for name in os.listdir(folder) if name.endswith((".dist-info", ".egg-info")))
-            digest.update("\0".join([str(folder.resolve()), *names, "\n"]).encode())
+            if names:
+                digest.update("\0".join([str(folder.resolve()), *names, "\n"]).encode())
     return digest.hexdigest()[:DIGEST_LENGTH]
 
 

@@ -84,6 +84,16 @@ def test_library_versions_are_part_of_the_code_version(tmp_path, monkeypatch):
     assert first["tasks.plain"] == second["tasks.plain"]
 
 
+def test_the_installed_distributions_key_ignores_folders_without_distributions(tmp_path, monkeypatch):
+    # a Dask scheduler started in this process puts a new scratch folder on sys.path every run
+    before = cv._installed_key()
+    monkeypatch.syspath_prepend(str(tmp_path / "scratch-1"))
+    (tmp_path / "scratch-1").mkdir()
+    assert cv._installed_key() == before
+    (tmp_path / "scratch-1" / "somelib-1.0.dist-info").mkdir()
+    assert cv._installed_key() != before
+
+
 def test_an_unknown_root_is_an_error(project_copy):
     with pytest.raises(ModuleNotFoundError, match="tasks.nothing"):
         cv.code_version("tasks.nothing", root=project_copy)
