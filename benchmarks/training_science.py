@@ -29,7 +29,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, generated_corpus, goal, log, write_result  # noqa: E402
+from benchmarks.harness import (RESULTS, ROOT, WORK, bench_env, ensure_corpus, generated_corpus, goal, log,  # noqa: E402
+                                write_result)
 
 SYNTHETIC_NOISE, SYNTHETIC_SEEDS = 0.001, (0, 1, 2)
 TRANSFER_WIDTHS = [32, 64, 128]

@@ -17,7 +17,7 @@ from dev.corpus.generate import generate_corpus
 from dev.corpus.html_edit import main_paragraphs
 from dev.corpus.http_message import parse_response
 from dev.corpus.originals import transplanted_original
-from dev.corpus.passages import PassagePool, paragraphs_of
+from dev.corpus.passages import PassagePool, passage_paragraphs
 from dev.corpus.real_captures import label_near_identical_texts
 from dev.corpus.similarity import jaccard, main_text, shingles
 from dev.corpus.sources import load_source_pages
@@ -196,17 +196,10 @@ def test_an_article_written_into_any_template_is_in_the_pipelines_text(data_dir)
     for _ in range(TEMPLATES_TRIED):          # new templates come first, each once
         capture = transplanted_original(ctx)
         text = " ".join(html_to_text(capture.body.decode("utf-8"), config).split())
-        paragraphs = _passage(data_dir, capture.body_source)
+        paragraphs = passage_paragraphs(Path(data_dir), capture.body_source)
         if sum(" ".join(paragraph.split())[:80] in text for paragraph in paragraphs) < len(paragraphs) / 2:
             lost.append(capture.source_page)
     assert len(lost) <= 1, lost
-
-
-def _passage(data_dir: Path, body_source: str) -> list[str]:
-    """The reference paragraphs a transplanted article was written from ("path#paragraphs=first-last")."""
-    path, span = body_source.split("#paragraphs=")
-    first, last = (int(number) for number in span.split("-"))
-    return paragraphs_of(Path(data_dir) / path)[first:last + 1]
 
 
 def test_real_pages_as_similar_as_a_generated_near_copy_share_their_first_pages_cluster():

@@ -31,7 +31,8 @@ from dev.corpus.sources import load_source_pages
 from dev.corpus.urls import UrlRegistry, host_of
 from dev.corpus.warc_writer import Fetch, RecordIds, ShardSummary, ShardWriter
 
-GENERATOR_VERSION = "1.2"      # 1.1: no article in a caption, sidebar, menu, header or footer; 1.2: real near-copies labelled
+# 1.1: no article written into a caption, sidebar, menu, header or footer; 1.2: real near-copies labelled
+GENERATOR_VERSION = "1.2"
 SHARD_GLOB = "CC-SLUICE-*-*.warc.gz"
 FETCH_TIME_MS = (40, 3000)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REFERENCE_DIR = Path("reference")
+SOURCE_RANGE = "#paragraphs="
 MIN_PARAGRAPH_WORDS = 40        # short paragraphs (dialogue, verse) are merged up to this
 WIKITEXT_DETOKENIZE = [(re.compile(r" @(.)@ "), r"\1"), (re.compile(r" ([,.;:!?)'])"), r"\1"),
                        (re.compile(r"\( "), "(")]
@@ -51,20 +52,26 @@ class PassagePool:
             words += len(self._paragraphs[self._cursor].split())
             self._cursor += 1
         self._words_left -= words
-        return Passage(self._paragraphs[first:self._cursor], f"{self._name}#paragraphs={first}-{self._cursor - 1}")
+        return Passage(self._paragraphs[first:self._cursor], f"{self._name}{SOURCE_RANGE}{first}-{self._cursor - 1}")
 
     def _open_next_document(self) -> None:
         if not self._pending:
             raise RuntimeError("the reference texts are used up; generate a smaller corpus")
         path = self._pending.pop(0)
         self._name = path.relative_to(self._root).as_posix()
-        self._paragraphs = paragraphs_of(path)
+        self._paragraphs = _paragraphs_of(path)
         self._words_left = sum(len(p.split()) for p in self._paragraphs)
         self._cursor = 0
 
 
-def paragraphs_of(path: Path) -> list[str]:
-    """A reference text's paragraphs as passages are cut from them (`Passage.source` counts in these)."""
+def passage_paragraphs(data_dir: Path, source: str) -> list[str]:
+    """The paragraphs a `Passage.source` ("reference/...#paragraphs=first-last") names, read again."""
+    path, span = source.split(SOURCE_RANGE)
+    first, last = (int(number) for number in span.split("-"))
+    return _paragraphs_of(data_dir / path)[first:last + 1]
+
+
+def _paragraphs_of(path: Path) -> list[str]:
     return _merged(_raw_paragraphs(path))
 
 

@@ -5,12 +5,13 @@ import itertools
 import random
 from collections.abc import Sequence
 
+import numpy as np
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
 from dev.corpus.captures import Capture, observed_charset
 from dev.corpus.charsets import CharsetFacts
-from dev.corpus.real_records import RealResponse
 from dev.corpus.near_duplicates import TARGETS
+from dev.corpus.real_records import RealResponse
 from dev.corpus.similarity import jaccard, main_text, shingles
 
 HTML_SHARE_OF_SAMPLE = 2 / 3
@@ -45,7 +46,7 @@ def label_near_identical_texts(captures: list[Capture]) -> None:
     earlier one's as the generated near-duplicates' lowest target (5-word-shingle Jaccard >= 0.5) joins that one's
     `real-` cluster, so that dedup scoring counts it as the copy it is. Clusters grow around their first document,
     as a generated original's copies do, not by chains of pairs (the site's pages are alike, not all copies)."""
-    clusters: list[tuple[object, list[Capture]]] = []     # (first document's shingles, members)
+    clusters: list[tuple[np.ndarray, list[Capture]]] = []     # (first document's shingles, members)
     for capture in captures:
         if not capture.expect_document:
             continue
