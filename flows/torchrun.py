@@ -31,10 +31,11 @@ def trainer_env() -> dict[str, str]:
                          "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
 
 
-def start_trainer(command: list[str], stdout) -> subprocess.Popen:
-    """torchrun in a process group of its own (so that killing the group stops every rank)."""
-    return subprocess.Popen(command, cwd=ROOT, env=trainer_env(), stdout=stdout, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+def start_trainer(command: list[str], stdout, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """torchrun in a process group of its own (so that killing the group stops every rank); `env`: added to its
+    environment."""
+    return subprocess.Popen(command, cwd=ROOT, env=trainer_env() | (env or {}), stdout=stdout,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:

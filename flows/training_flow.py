@@ -20,7 +20,7 @@ from flows.doctor import doctor
 from flows.processes import kill_process_group
 from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
 from flows.training_nodes import dask_address, set_stop, stop_event_name, train_on_nodes
-from tracking.run_logger import RUN_RECORD
+from tracking.mlflow_writer import RUN_RECORD, WRITER_ENV, HostedWriter
 from tracking.store import tracking_uri
 
 LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: what runs the trainer, for the hooks
@@ -97,8 +97,11 @@ def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) ->
 
 
 def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], None]) -> dict:
-    """torchrun with every rank on this machine; its output streamed to `log`."""
-    process = start_trainer(torchrun_command(config_path, config.hardware.data_parallel), subprocess.PIPE)
+    """torchrun with every rank on this machine; its output streamed to `log`, its MLflow run written from here
+    (this process has MLflow loaded: rank 0 would spend ~4 s setting it up while the other ranks wait)."""
+    writer = HostedWriter()
+    process = start_trainer(torchrun_command(config_path, config.hardware.data_parallel), subprocess.PIPE,
+                            env={WRITER_ENV: writer.address})
     _launched(config, {"pgid": process.pid}, lambda: kill_group(process))
     timer = threading.Timer(config.timeout_s, kill_group, args=(process,)) if config.timeout_s else None
     try:
@@ -110,6 +113,7 @@ def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], N
         if timer:
             timer.cancel()
         kill_group(process)
+        writer.close()
     if process.returncode != 0:
         raise RuntimeError(f"torchrun exited with {process.returncode} (see the log above); a retry resumes from "
                            f"the latest checkpoint in {config.checkpoint.dir}")

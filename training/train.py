@@ -6,7 +6,8 @@ The loop reads like the algorithm: data, forward, backward (accumulated), clip, 
 parts are components with their own modules: parallelism (training/parallel.py), the checkpointer that gathers
 every stateful part (training/checkpointer.py), the spike guard (training/spikes.py), the noise-scale probe
 (training/noise_scale.py), the batch ramp (training/batch_ramp.py), drills as a data wrapper
-(training/faults.py), optimizer and schedule (training/optim.py) and the MLflow logger (tracking/run_logger.py). Each optimizer step prints one JSON line on rank 0.
+(training/faults.py), optimizer and schedule (training/optim.py) and the MLflow logger (tracking/run_logger.py).
+Each optimizer step prints one JSON line on rank 0.
 """
 from __future__ import annotations
 

@@ -1,0 +1,85 @@
+"""Rank 0's MLflow logging through the writer a launching flow hosts: the rank sends, never imports MLflow, and the
+run in MLflow is what it sent, continued on resume; a writer that fails stops the trainer and fails the flow."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+
+from configs.training import TrainingConfig
+from tracking.mlflow_writer import RUN_RECORD, WRITER_ENV, HostedWriter
+from tracking.run_logger import RunLogger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# rank 0's side, in a process of its own: what a launched trainer does with the logger
+RANK_0 = """
+import json, sys
+from configs.training import TrainingConfig
+from tracking.run_logger import RunLogger
+
+logger = RunLogger(TrainingConfig.model_validate(json.loads(sys.argv[1])), enabled=True)
+logger.params({"model.d_model": "16", "steps": "3"})
+for step in range(1, 4):
+    logger.metrics(step, {"loss": 5.0 - step, "lr": None})
+logger.flush()
+logger.text("hello", "notes/hello.txt")
+logger.finish()
+print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in ("mlflow", "sqlalchemy"))))
+"""
+
+
+def _config(tmp_path: Path, **mlflow_settings) -> TrainingConfig:
+    return TrainingConfig.model_validate({
+        "name": "hosted", "data": {"train": ["unused"]}, "checkpoint": {"dir": str(tmp_path / "checkpoints")},
+        "mlflow": {"experiment": "hosted-writer-test", "tags": {"sluice.data": "hosted"},
+                   "system_metrics_interval_s": 1} | mlflow_settings})
+
+
+def _rank_0(config: TrainingConfig, address: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", RANK_0, json.dumps(config.model_dump(mode="json"))], cwd=ROOT,
+                          env=os.environ | {WRITER_ENV: address}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_rank_0_logs_through_the_flows_writer_without_importing_mlflow_and_a_resume_continues_the_run(tmp_path):
+    config = _config(tmp_path)
+    writer = HostedWriter()
+    assert _rank_0(config, writer.address) == []           # neither mlflow nor its store's sqlalchemy
+    writer.close()
+
+    run_id = json.loads((tmp_path / "checkpoints" / RUN_RECORD).read_text())["run_id"]
+    client = mlflow.MlflowClient()
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["sluice.data"] == "hosted"
+    assert run.data.params == {"model.d_model": "16", "steps": "3"}
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "loss")] == [(1, 4.0), (2, 3.0), (3, 2.0)]
+    assert "lr" not in run.data.metrics
+    assert any(key.startswith("system/cpu_utilization") for key in run.data.metrics)   # even a run this short
+    assert open(client.download_artifacts(run_id, "notes/hello.txt")).read() == "hello"
+
+    writer = HostedWriter()                          # the resumed training: the same run, its params not sent again
+    _rank_0(config, writer.address)
+    writer.close()
+    assert json.loads((tmp_path / "checkpoints" / RUN_RECORD).read_text())["run_id"] == run_id
+    assert len(client.get_metric_history(run_id, "loss")) == 6
+    assert client.get_run(run_id).info.status == "FINISHED"
+
+
+def test_a_writer_that_fails_stops_the_trainer_and_fails_the_flow(tmp_path, monkeypatch):
+    writer = HostedWriter()
+    monkeypatch.setenv(WRITER_ENV, writer.address)
+    logger = RunLogger(_config(tmp_path, tracking_uri="no-such-store://anywhere"), enabled=True)
+    writer.thread.join(timeout=60)                   # the writer could not open the store and hung up
+    with pytest.raises(RuntimeError, match="the flow's MLflow writer went away"):
+        for step in range(1000):
+            logger.text("still training", f"step-{step}.txt")
+    with pytest.raises(RuntimeError, match="logging the training run to MLflow failed") as raised:
+        writer.close()
+    assert "no-such-store" in str(raised.value.__cause__)

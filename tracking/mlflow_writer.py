@@ -1,0 +1,146 @@
+"""A training run's MLflow writer: creates the run, or continues the one recorded beside the checkpoints (a
+resumed training), starts MLflow's system-metrics monitor, and logs params, metrics (rows of key, value, timestamp
+in ms, step; sent with `log_batch`: per-step `log_metric` calls are about 20x slower), texts and artifacts.
+
+Rank 0 (`tracking.run_logger`) uses it in its own process, or, when the flow that launched torchrun hosts one
+(`HostedWriter`), sends it each operation as a JSON line over a loopback socket whose address it finds in
+`WRITER_ENV`. The flow process has MLflow loaded already; rank 0 would spend ~4 s importing it and setting up its
+store while every other rank waits for it at the first collective. An end of input without `finish` (rank 0
+killed) leaves the run RUNNING, to be continued by the resumed training."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterable
+
+from configs.training import TrainingConfig
+
+RUN_RECORD = "mlflow_run.json"
+WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # host:port of a hosted writer, for rank 0
+PARAMS_PER_BATCH = 100           # MLflow's log_batch limits
+METRICS_PER_BATCH = 1000
+
+
+class RunWriter:
+    def __init__(self, config: TrainingConfig):
+        from mlflow.tracking import MlflowClient
+
+        from tracking.store import tracking_uri
+
+        uri = tracking_uri(config.mlflow.tracking_uri)
+        self.client = MlflowClient(uri)
+        self.run_id, self.resumed = self._start_run(config, uri)
+        self.system = None
+        if config.mlflow.system_metrics_interval_s:
+            from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+            self.system = SystemMetricsMonitor(self.run_id, sampling_interval=config.mlflow.system_metrics_interval_s,
+                                               resume_logging=self.resumed, tracking_uri=uri)
+            self.system.start()
+
+    def _start_run(self, config: TrainingConfig, uri: str) -> tuple[str, bool]:
+        from tracking.store import EXPERIMENT_TAGS, artifact_location
+
+        record = os.path.join(config.checkpoint.dir, RUN_RECORD)
+        if os.path.exists(record):
+            with open(record) as handle:
+                run_id = json.load(handle)["run_id"]
+            self.client.update_run(run_id, status="RUNNING")
+            return run_id, True
+        experiment = self.client.get_experiment_by_name(config.mlflow.experiment)
+        experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
+            config.mlflow.experiment, artifact_location=artifact_location(config.mlflow.experiment, uri),
+            tags=EXPERIMENT_TAGS)
+        tags = {"sluice.kind": "training", **config.mlflow.tags}
+        run_id = self.client.create_run(experiment_id, run_name=config.name, tags=tags).info.run_id
+        os.makedirs(config.checkpoint.dir, exist_ok=True)
+        with open(record, "w") as handle:
+            json.dump({"run_id": run_id}, handle)
+        return run_id, False
+
+    def params(self, params: dict[str, str]) -> None:
+        """Logged once, by the run that created the MLflow run (a resumed run has them already)."""
+        if self.resumed:
+            return
+        from mlflow.entities import Param
+
+        items = [Param(key, value) for key, value in params.items()]
+        for start in range(0, len(items), PARAMS_PER_BATCH):
+            self.client.log_batch(self.run_id, params=items[start:start + PARAMS_PER_BATCH])
+
+    def metrics(self, rows: list[list]) -> None:
+        from mlflow.entities import Metric
+
+        items = [Metric(key, value, timestamp, step) for key, value, timestamp, step in rows]
+        for start in range(0, len(items), METRICS_PER_BATCH):
+            self.client.log_batch(self.run_id, metrics=items[start:start + METRICS_PER_BATCH])
+
+    def text(self, text: str, name: str) -> None:
+        self.client.log_text(self.run_id, text, name)
+
+    def artifacts(self, path: str, folder: str) -> None:
+        self.client.log_artifacts(self.run_id, path, folder)
+
+    def finish(self, status: str) -> None:
+        if self.system:
+            self.system.finish()
+            # and a last sample: the monitor publishes one per interval after it starts, which a training
+            # shorter than the writer's start-up plus an interval would never see
+            self.system.collect_metrics()
+            self.system.publish_metrics(self.system.aggregate_metrics())
+            self.system.mlflow_logger.flush()
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def apply(lines: Iterable[str]) -> None:
+    """Carry out the operations, one JSON object per line (the first one `start`), until `finish` or the end of
+    the input."""
+    writer = None
+    for line in lines:
+        operation = json.loads(line)
+        name = operation.pop("op")
+        if name == "start":
+            writer = RunWriter(TrainingConfig.model_validate(operation["config"]))
+            continue
+        getattr(writer, name)(**operation)
+        if name == "finish":
+            return
+    if writer is not None and writer.system:          # rank 0 went away without finishing: the run stays RUNNING
+        writer.system.finish()
+
+
+class HostedWriter:
+    """The writer as a thread of this process, for the one training run that connects to `address` (pass it to
+    the trainer's environment as WRITER_ENV). `close`, once the trainer has exited, waits for everything it sent
+    to be logged and raises what went wrong in the writer."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.5)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.closing, self.error = threading.Event(), None
+        self.thread = threading.Thread(target=self._serve, name="mlflow-writer", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.closing.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            connection.settimeout(None)
+            with connection, connection.makefile("r", encoding="utf-8") as lines:
+                try:
+                    apply(lines)
+                except Exception as error:       # the trainer's next flush fails on the closed connection
+                    self.error = error
+            return
+
+    def close(self) -> None:
+        self.closing.set()
+        self.thread.join()
+        self.listener.close()
+        if self.error is not None:
+            raise RuntimeError("logging the training run to MLflow failed") from self.error
