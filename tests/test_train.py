@@ -28,16 +28,25 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     return str(path)
 
 
-def _run_torchrun(config: str, *extra: str) -> subprocess.CompletedProcess:
+def _run_torchrun(config: str, *extra: str, hosted: bool = True) -> subprocess.CompletedProcess:
+    """torchrun as the training flow starts it: its MLflow run written from this process, or with `hosted=False`
+    from rank 0 itself, as a torchrun started by hand."""
     from flows.torchrun import torchrun_command
+    from tracking.mlflow_writer import WRITER_ENV, HostedWriter
 
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    writer = HostedWriter() if hosted else None
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)} | (
+        {WRITER_ENV: writer.address} if writer else {})
+    try:
+        return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+    finally:
+        if writer:
+            writer.close()
 
 
-def _torchrun(config: str, *extra: str) -> list[dict]:
-    done = _run_torchrun(config, *extra)
+def _torchrun(config: str, *extra: str, hosted: bool = True) -> list[dict]:
+    done = _run_torchrun(config, *extra, hosted=hosted)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -55,7 +64,9 @@ def _edit(config: str, **changes) -> str:
 
 
 def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byte_shards, tmp_path):
-    straight = [record for record in _torchrun(_config(tmp_path, byte_shards, "straight")) if "loss" in record]
+    # rank 0 writes this run's MLflow run itself; the interrupted one below is written by the launching process
+    straight = [record for record in _torchrun(_config(tmp_path, byte_shards, "straight"), hosted=False)
+                if "loss" in record]
     assert [record["step"] for record in straight] == list(range(1, 13))
     assert all(record["b_noise"] is not None for record in straight[1:])      # accumulation 2 gives two batch sizes
     assert straight[-1]["loss"] < straight[0]["loss"] - 0.5
