@@ -171,6 +171,7 @@ SHARE_RELATED_SELECTORS = ['[class~="share"]', '[class~="social"]', '[class~="re
                            '[class~="newsletter"]', '[class~="breadcrumb"]', '[class~="tags"]']
 
 # Cumulative: each "+" row adds one lever to the row above it; then one-lever variations of the default.
+FALLBACK_PEER = HtmlTextConfig(engine="trafilatura")      # the extractor a fallback would switch to
 ROWS = [
     Row("resiliparse whole page", _resiliparse_only(main_content=False)),
     Row("resiliparse main_content (peer)", _resiliparse_only()),
@@ -201,7 +202,7 @@ ROWS = [
     Row("default + sidebar/widget selectors", HtmlTextConfig(skip_elements=DEFAULT_SKIP + SIDEBAR_SELECTORS)),
     Row("default + share/social/related/newsletter/breadcrumb/tags selectors",
         HtmlTextConfig(skip_elements=DEFAULT_SKIP + SHARE_RELATED_SELECTORS)),
-    Row("trafilatura (include_comments=False)", HtmlTextConfig(engine="trafilatura")),
+    Row("trafilatura (include_comments=False)", FALLBACK_PEER),
     Row("trafilatura favor_precision", HtmlTextConfig(engine="trafilatura", favor_precision=True)),
 ]
 # The post-filter thresholds searched on the even pages only; the default is the grid point with the least
@@ -265,18 +266,16 @@ def score(pages: list[Page], texts: list[str], parity: int | None = None) -> dic
 FALLBACK_SHARES = (0.1, 0.2)
 
 
-def fallback_bound(gold: list[Page], rows: list[dict]) -> dict:
-    """How far the lever "trafilatura on the pages where our text looks like navigation" can go: the default
-    extraction with trafilatura's text on the share of pages where switching lowers the leak most (an oracle
-    picks them, so no real detector does better), and the cost per page if trafilatura ran on those pages only
-    and picking them were free. The share the issue's cost bound (1.5x the default's ms/page) allows is listed
-    first; the last share switches every page where trafilatura's text is better: the per-page best of both."""
-    default, peer = (next(row for row in rows if test(row)) for test in (
-        lambda row: row["default"], lambda row: row["html"]["engine"] == "trafilatura"
-        and not row["html"]["favor_precision"]))
-    configs = [HtmlTextConfig.model_validate(row["html"]) for row in (default, peer)]
-    counts = [(found(page, html_to_text(page.html, configs[0])), found(page, html_to_text(page.html, configs[1])))
-              for page in gold]
+def fallback_bound(gold: list[Page], default: dict, default_texts: list[str], peer: dict,
+                   peer_texts: list[str]) -> dict:
+    """How far the lever "trafilatura on the pages where our text looks like navigation" can go: the `default`
+    row's extraction with the trafilatura row's (`peer`) text on the share of pages where switching lowers the leak
+    most (an oracle picks them, so no real detector does better), and the cost per page if trafilatura ran on those
+    pages only and picking them were free. The share the issue's cost bound (1.5x the default's ms/page) allows is
+    listed first; the last share switches every page where trafilatura's text is better: the per-page best of both.
+    `*_texts`: the rows' texts of the `gold` pages."""
+    counts = [(found(page, own), found(page, other)) for page, own, other in zip(gold, default_texts, peer_texts)]
+
     def loss(index: int) -> float:     # of switching the page: leak added first, then recall lost
         (own_with, own_without), (peer_with, peer_without) = counts[index]
         return peer_without - own_without - 0.001 * (peer_with - own_with)
@@ -304,7 +303,8 @@ def gold_scores(gold: list[Page], gold_texts: list[str], readability: list[Page]
             "trafilatura_eval_odd": score(gold, gold_texts, 1), "readability": score(readability, readability_texts)}
 
 
-def measure(row: Row, gold: list[Page], readability: list[Page], repeats: int) -> dict:
+def measure(row: Row, gold: list[Page], readability: list[Page], repeats: int) -> tuple[dict, list[str]]:
+    """The row's figures, and its texts of the `gold` pages."""
     html_to_text(gold[0].html, row.html)  # warm-up: lazy imports
     cpu_seconds = []
     for _ in range(repeats):
@@ -314,7 +314,7 @@ def measure(row: Row, gold: list[Page], readability: list[Page], repeats: int) -
     return ({"name": row.name, "default": row.default, "html": row.html.model_dump()}
             | gold_scores(gold, gold_texts, readability, readability_texts)
             | {"empty_texts": sum(not text.strip() for text in gold_texts + readability_texts),
-               "ms_per_page": 1000 * min(cpu_seconds) / (len(gold) + len(readability))})
+               "ms_per_page": 1000 * min(cpu_seconds) / (len(gold) + len(readability))}), gold_texts
 
 
 def as_document(doc_id: str, url: str, text: str, date: str) -> dict:
@@ -579,7 +579,8 @@ def render_markdown(result: dict) -> str:
         command=result["command"], date=result["date"], machine=result["machine"], counts=result["counts"],
         summary=_summary(result["rows"], points), paragraph_summary=_paragraph_summary(result["paragraph_dedup"]),
         quality_table=_quality_table(result["rows"]),
-        fallback_table=_fallback_table(result["trafilatura_fallback_bound"]),
+        fallback_table=_fallback_table(result["trafilatura_fallback_bound"]) if result["trafilatura_fallback_bound"]
+        else "(not run: the default or the trafilatura row was left out by --rows)",
         paragraph_documents=result["paragraph_dedup"]["documents"],
         paragraph_table=_paragraph_table(result["paragraph_dedup"]),
         paragraph_examples=_paragraph_examples(result["paragraph_dedup"]),
@@ -692,13 +693,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for row in ROWS if row.default or row.name.startswith("resiliparse main_content") or not wanted
             or any(word in row.name for word in wanted)]
 
-    results = []
+    results, compared = [], {}        # figures and gold-page texts of the two rows the fallback bound compares
     for row in rows:
-        results.append(measure(row, gold, readability, args.repeats))
-        figures = results[-1]["trafilatura_eval"]
-        print(f"{row.name:70s} recall {figures['recall']:.3f} leak {figures['leak']:.3f} "
-              f"{results[-1]['ms_per_page']:.1f} ms/page", flush=True)
-    bound = fallback_bound(gold, results)
+        figures, gold_texts = measure(row, gold, readability, args.repeats)
+        results.append(figures)
+        if row.default or row.html == FALLBACK_PEER:
+            compared["default" if row.default else "peer"] = (figures, gold_texts)
+        print(f"{row.name:70s} recall {figures['trafilatura_eval']['recall']:.3f} "
+              f"leak {figures['trafilatura_eval']['leak']:.3f} {figures['ms_per_page']:.1f} ms/page", flush=True)
+    bound = fallback_bound(gold, *compared["default"], *compared["peer"]) if len(compared) == 2 else None
     paragraphs = paragraph_dedup(gold, readability)
     points = [] if args.skip_grid else grid_search(gold)
     crawls = [measure_crawl(data_dir / name, name.split("/", 1)[1]) for name in SAME_HOST_CRAWLS]

@@ -134,7 +134,7 @@ class HostedWriter:
             with connection, connection.makefile("r", encoding="utf-8") as lines:
                 try:
                     apply(lines)
-                except Exception as error:       # the trainer's next flush fails on the closed connection
+                except Exception as error:       # the trainer's next operation fails on the closed connection
                     self.error = error
             return
 
