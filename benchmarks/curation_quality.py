@@ -8,7 +8,8 @@ and with it, same seeds, same token budget, held-out bits per byte.
 Writes `results/curation_quality.json`: per part, `bpb_before`, `bpb_after` (macro over the suite's domains, mean
 over seeds), `seed_std` (the pooled standard deviation of the paired differences), the difference, its
 signal-to-noise ratio and p-value, the verdict, and the command and date that measured it (a run of one part
-keeps the others' recorded figures).
+keeps the others' recorded figures; each part records the corpus it ran on: bits per byte compare within a part,
+not across parts measured on different corpora).
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = recorded.get("parts", {})
     for name in args.part or sorted(PARTS):
         parts[name] = measure(name, PARTS[name], corpus, args.seeds, args.tokens) | {
-            "command": command_line("curation_quality.py", argv), "date": now()}
+            "corpus": origin, "command": command_line("curation_quality.py", argv), "date": now()}
         print(parts[name]["markdown"])
     # the file's command and date are its last writer's; each part keeps the command and date that measured it
     write_result(args.out, {"corpus": origin, "parts": dict(sorted(parts.items()))}, "curation_quality.py", argv)
