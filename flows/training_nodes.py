@@ -5,7 +5,8 @@ workers one).
 - Rendezvous: torchrun gets `--nnodes N --node-rank R` and meets at the first node's host, on a port that node
   found free (torchrun's c10d TCP store listens there). Ranks are node-major, as on one machine.
 - Output: each node writes `node-<R>.log` beside the checkpoints, which every node must see (a rerun resumes
-  from them); the flow follows node 0's log as it grows.
+  from them); the flow follows node 0's log as it grows. Rank 0 sends its MLflow run to a writer in the flow
+  process, listening on the flow machine's address towards the scheduler (`tracking.mlflow_writer.HostedWriter`).
 - Stopping: each node task holds its torchrun in a process group of its own and kills the group when the run's
   stop event (a Dask `Event`) is set: on cancel or crash (the flow's hooks), on timeout, or after another node
   failed.
@@ -24,6 +25,7 @@ from urllib.parse import urlparse
 from configs.training import TrainingConfig
 from flows.processes import free_port
 from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
+from tracking.mlflow_writer import WRITER_ENV, HostedWriter
 
 TRAINER_RESOURCE = "trainer"
 DASK_ADDRESS_ENV = "SLUICE_DASK_ADDRESS"
@@ -49,8 +51,8 @@ def set_stop(address: str, event: str) -> None:
 def dask_address(config: TrainingConfig) -> str:
     address = config.hardware.dask_address or os.environ.get(DASK_ADDRESS_ENV)
     if not address:
-        raise ValueError(f"hardware.nodes = {config.hardware.nodes} needs a Dask scheduler whose workers are the nodes: "
-                         f"set hardware.dask_address or ${DASK_ADDRESS_ENV} (`sluice server` sets it)")
+        raise ValueError(f"hardware.nodes = {config.hardware.nodes} needs a Dask scheduler whose workers are the "
+                         f"nodes: set hardware.dask_address or ${DASK_ADDRESS_ENV} (`sluice server` sets it)")
     return address
 
 
@@ -66,13 +68,13 @@ def trainer_workers(client, nodes: int) -> list[str]:
     return offering[:nodes]
 
 
-def run_node(command: list[str], log_path: str, stop_event: str) -> int:
+def run_node(command: list[str], log_path: str, stop_event: str, env: dict[str, str]) -> int:
     """On the node's Dask worker: torchrun until it exits or the run's stop event is set; its exit code."""
     from distributed import Event
 
     stop = Event(stop_event)
     with open(log_path, "w") as log:
-        process = start_trainer(command, log)
+        process = start_trainer(command, log, env)
         try:
             while process.poll() is None and not stop.wait(timeout=1):
                 pass
@@ -140,10 +142,15 @@ def _wait_quietly(futures: list, timeout_s: float) -> None:
 def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, log: Callable[[str], None]) -> dict:
     """Runs the trainer on `config.hardware.nodes` Dask workers; returns node 0's last record fields."""
     from distributed import Client, Event
+    from distributed.comm import get_address_host
+    from distributed.utils import get_ip
 
     hardware, checkpoint_dir = config.hardware, config.checkpoint.dir
     stop_name = stop_event_name(flow_run_id)
-    with Client(dask_address(config), timeout=60) as client:
+    address = dask_address(config)
+    # the nodes reach this machine the way it reaches the scheduler (loopback when the cluster is local)
+    writer = HostedWriter(get_ip(get_address_host(address)))
+    with writer, Client(address, timeout=60) as client:
         workers = trainer_workers(client, hardware.nodes)
         master = (urlparse(workers[0]).hostname, client.run(free_port, workers=[workers[0]])[workers[0]])
         log(f"training on {hardware.nodes} nodes of {hardware.data_parallel // hardware.nodes} ranks: {workers}; "
@@ -157,7 +164,8 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
         attempt = uuid.uuid4().hex[:8]
         futures = [client.submit(run_node, torchrun_command(config_path, hardware.data_parallel // hardware.nodes,
                                                             hardware.nodes, rank, master),
-                                 logs[rank], stop_name, workers=[worker], allow_other_workers=False,
+                                 logs[rank], stop_name, {WRITER_ENV: writer.address}, workers=[worker],
+                                 allow_other_workers=False,
                                  resources={TRAINER_RESOURCE: 1}, pure=False,
                                  key=f"sluice-train-node-{rank}-{attempt}")
                    for rank, worker in enumerate(workers)]

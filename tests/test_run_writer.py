@@ -1,5 +1,6 @@
 """Rank 0's MLflow logging through the writer a launching flow hosts: the rank sends, never imports MLflow, and the
-run in MLflow is what it sent, continued on resume; a writer that fails stops the trainer and fails the flow."""
+run in MLflow is what it sent, continued on resume; a writer that fails stops the trainer and fails the flow, and
+one out of reach is named."""
 from __future__ import annotations
 
 import json
@@ -83,3 +84,12 @@ def test_a_writer_that_fails_stops_the_trainer_and_fails_the_flow(tmp_path, monk
     with pytest.raises(RuntimeError, match="logging the training run to MLflow failed") as raised:
         writer.close()
     assert "no-such-store" in str(raised.value.__cause__)
+
+
+def test_a_trainer_that_cannot_reach_the_flows_writer_says_where_it_looked(tmp_path, monkeypatch):
+    from flows.processes import free_port
+
+    address = f"127.0.0.1:{free_port()}"                # nothing listens there
+    monkeypatch.setenv(WRITER_ENV, address)
+    with pytest.raises(RuntimeError, match=f"cannot reach the flow's MLflow writer at {address}"):
+        RunLogger(_config(tmp_path), enabled=True)

@@ -44,13 +44,20 @@ def _records(checkpoint_dir: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.startswith("{")]
 
 
-def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, tmp_path, trainer_cluster):
+def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, tmp_path, trainer_cluster,
+                                                                  monkeypatch):
+    """...and node 0's rank 0 sends its MLflow run to the flow, which writes it (a spy on the writer's real
+    `apply`, in this process, which runs the flow)."""
+    import tracking.mlflow_writer as mlflow_writer
     from flows.training_flow import training_flow
 
     address, _ = trainer_cluster
     one_node = [r for r in _torchrun(_edit(_config(tmp_path, byte_shards, "one-node"), steps=6)) if "loss" in r]
+    written_here, apply = [], mlflow_writer.apply
+    monkeypatch.setattr(mlflow_writer, "apply", lambda lines: written_here.append(True) or apply(lines))
     config = _on_nodes(_edit(_config(tmp_path, byte_shards, "two-nodes"), steps=6), address)
     result = training_flow(config)
+    assert written_here, "rank 0 wrote its MLflow run itself"
     two_nodes = {r["step"]: r["loss"] for r in _records(config.checkpoint.dir) if "loss" in r}
     assert sorted(two_nodes) == [r["step"] for r in one_node] == list(range(1, 7))
     for record in one_node:

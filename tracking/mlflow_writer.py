@@ -3,17 +3,18 @@ resumed training), starts MLflow's system-metrics monitor, and logs params, metr
 in ms, step; sent with `log_batch`: per-step `log_metric` calls are about 20x slower), texts and artifacts.
 
 Rank 0 (`tracking.run_logger`) uses it in its own process, or, when the flow that launched torchrun hosts one
-(`HostedWriter`), sends it each operation as a JSON line over a loopback socket whose address it finds in
-`WRITER_ENV`. The flow process has MLflow loaded already; rank 0 would spend ~4 s importing it and setting up its
-store while every other rank waits for it at the first collective. An end of input without `finish` (rank 0
-killed) leaves the run RUNNING, to be continued by the resumed training."""
+(`HostedWriter`), sends it each operation as a JSON line over a socket whose address it finds in `WRITER_ENV`
+(loopback on one machine; the flow machine's address on the cluster's network for a run across nodes). The flow
+process has MLflow loaded already; rank 0 would spend ~4 s importing it and setting up its store while every other
+rank waits for it at the first collective. An end of input without `finish` (rank 0 killed) leaves the run
+RUNNING, to be continued by the resumed training."""
 from __future__ import annotations
 
 import json
 import os
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from configs.training import TrainingConfig
 
@@ -114,12 +115,15 @@ def apply(lines: Iterable[str]) -> None:
 class HostedWriter:
     """The writer as a thread of this process, for the one training run that connects to `address` (pass it to
     the trainer's environment as WRITER_ENV). `close`, once the trainer has exited, waits for everything it sent
-    to be logged and raises what went wrong in the writer."""
+    to be logged and raises what went wrong in the writer.
 
-    def __init__(self):
-        self.listener = socket.create_server(("127.0.0.1", 0))
+    `host`: the interface to listen on; loopback unless the trainer runs on other machines. Like the Dask
+    scheduler and workers those machines already reach, it takes no credentials: the cluster's network is trusted."""
+
+    def __init__(self, host: str = "127.0.0.1"):
+        self.listener = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
         self.listener.settimeout(0.5)
-        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.address = "%s:%d" % (host, self.listener.getsockname()[1])
         self.closing, self.error = threading.Event(), None
         self.thread = threading.Thread(target=self._serve, name="mlflow-writer", daemon=True)
         self.thread.start()
@@ -131,12 +135,19 @@ class HostedWriter:
             except TimeoutError:
                 continue
             connection.settimeout(None)
+            _notice_a_lost_peer(connection)
             with connection, connection.makefile("r", encoding="utf-8") as lines:
                 try:
-                    apply(lines)
+                    apply(_until_gone(lines))
                 except Exception as error:       # the trainer's next operation fails on the closed connection
                     self.error = error
             return
+
+    def __enter__(self) -> HostedWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         self.closing.set()
@@ -144,3 +155,20 @@ class HostedWriter:
         self.listener.close()
         if self.error is not None:
             raise RuntimeError("logging the training run to MLflow failed") from self.error
+
+
+def _notice_a_lost_peer(connection: socket.socket) -> None:
+    """TCP keepalive: a trainer's machine that vanishes without closing the connection (power, network) ends it in
+    about two minutes instead of never, and `close` does not wait forever."""
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 6)):
+        if hasattr(socket, option):                   # Linux names; elsewhere the system's defaults
+            connection.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
+def _until_gone(lines: Iterable[str]) -> Iterator[str]:
+    """The lines, ended quietly when the connection breaks: a trainer gone that way is a trainer killed."""
+    try:
+        yield from lines
+    except OSError:
+        return

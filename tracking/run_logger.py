@@ -1,7 +1,7 @@
 """Rank 0's MLflow logger. Metrics are buffered and sent at `flush` in batches. The writing is done by a
 `tracking.mlflow_writer.RunWriter`: the one the flow that launched the training hosts, when it says where
-(`WRITER_ENV`), each operation sent as a JSON line over a loopback socket; or else one in this process (a
-torchrun started by hand), which imports MLflow here.
+(`WRITER_ENV`), each operation sent as a JSON line over a socket; or else one in this process (a torchrun started
+by hand), which imports MLflow here.
 
 A resumed run continues the same MLflow run: its id is kept beside the checkpoints (`mlflow_writer.RUN_RECORD`).
 MLflow's own system-metrics monitor (CPU, memory, disk, network, GPU when there is one) samples in the writer
@@ -25,7 +25,13 @@ class RunLogger:
         hosted = os.environ.get(WRITER_ENV)
         if hosted:
             host, port = hosted.rsplit(":", 1)
-            self.writer, self.stream = None, socket.create_connection((host, int(port))).makefile("w", encoding="utf-8")
+            try:
+                connection = socket.create_connection((host, int(port)), timeout=30)
+            except OSError as error:
+                raise RuntimeError(f"cannot reach the flow's MLflow writer at {hosted} (${WRITER_ENV}): a trainer on "
+                                   "another machine needs a route to the machine that runs the flow") from error
+            connection.settimeout(None)
+            self.writer, self.stream = None, connection.makefile("w", encoding="utf-8")
             self._apply("start", config=config.model_dump(mode="json"))
         else:
             self.writer, self.stream = RunWriter(config), None
