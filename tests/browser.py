@@ -22,7 +22,8 @@ class Browser:
     def __init__(self, width: int = 1400, height: int = 1000):
         binary = shutil.which("chromium")
         if binary is None:
-            raise RuntimeError("chromium is not installed (the tests' set-up installs Debian's chromium: .ci/setup)")
+            raise RuntimeError("chromium is not installed (the README's test command, .ci/test, installs Debian's "
+                               "chromium)")
         self.profile = tempfile.mkdtemp(prefix="sluice-chromium-")
         self.process = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -86,7 +87,8 @@ class Browser:
 
     def loaded_images(self, src_part: str) -> int:
         """How many images whose URL holds `src_part` the browser has fetched and decoded."""
-        script = f"[...document.images].filter(i => i.src.includes({json.dumps(src_part)}) && i.naturalWidth > 0).length"
+        script = (f"[...document.images].filter(i => i.src.includes({json.dumps(src_part)}) "
+                  "&& i.naturalWidth > 0).length")
         return self.call("Runtime.evaluate", expression=script, returnByValue=True)["result"]["value"]
 
     def screenshot(self, path: Path) -> Path:
