@@ -316,8 +316,8 @@ def options_bound(gold: list[Page], rows: list[tuple[dict, list[str]]]) -> dict:
     earlier row), for weights from 0 up; for each recall floor the least leak of any weight that reaches it is
     reported (floors no weight reaches are left out), and the Lagrangian dual bound: no per-page choice among these
     rows leaks less at that recall."""
-    found_with = np.array([[found(page, text)[0] for page, text in zip(gold, texts)] for _, texts in rows])
-    found_without = np.array([[found(page, text)[1] for page, text in zip(gold, texts)] for _, texts in rows])
+    counts = np.array([[found(page, text) for page, text in zip(gold, texts)] for _, texts in rows])
+    found_with, found_without = counts[..., 0], counts[..., 1]      # rows x pages
     total_with = sum(len(page.with_snippets) for page in gold)
     total_without = sum(len(page.without_snippets) for page in gold)
     pages = np.arange(len(gold))
