@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -301,6 +302,14 @@ def fallback_bound(gold: list[Page], default: dict, default_texts: list[str], pe
 BOUND_RECALLS = (0.0, TARGET_RECALL)     # 0: the least leak at any recall
 
 
+class SweepPoint(NamedTuple):
+    weight: float
+    objective: float          # summed over pages: min over rows of `without` found - weight x `with` found
+    found_with: int
+    found_without: int
+    chosen: np.ndarray        # the row picked for each page
+
+
 def is_option_row(row: Row) -> bool:
     """A row the options bound may pick: resiliparse without the boilerplate classifier (a lever of its own)."""
     return row.html.engine == "resiliparse" and row.html.max_boilerplate_probability is None
@@ -320,26 +329,25 @@ def options_bound(gold: list[Page], rows: list[tuple[dict, list[str]]]) -> dict:
     found_with, found_without = counts[..., 0], counts[..., 1]      # rows x pages
     total_with = sum(len(page.with_snippets) for page in gold)
     total_without = sum(len(page.without_snippets) for page in gold)
-    pages = np.arange(len(gold))
+    pages, row_ms = np.arange(len(gold)), np.array([figures["ms_per_page"] for figures, _ in rows])
     sweep = []
     for weight in np.linspace(0.0, 20.0, 2001):     # past 20 every page takes its highest-recall row
         cost = found_without - weight * found_with
         chosen = cost.argmin(axis=0)
-        sweep.append((weight, cost.min(axis=0).sum(), found_with[chosen, pages].sum(),
-                      found_without[chosen, pages].sum(), chosen))
+        sweep.append(SweepPoint(weight, cost.min(axis=0).sum(), found_with[chosen, pages].sum(),
+                                found_without[chosen, pages].sum(), chosen))
     floors = []
     for floor in BOUND_RECALLS:
         needed = floor * total_with
-        reaching = [point for point in sweep if point[2] >= needed]
+        reaching = [point for point in sweep if point.found_with >= needed]
         if not reaching:
             continue
-        _, _, with_, without, chosen = min(reaching, key=lambda point: point[3])
-        dual = max(0.0, max(minimum + weight * needed for weight, minimum, *_ in sweep))
-        used = Counter(rows[index][0]["name"] for index in chosen)
-        floors.append({"recall_floor": floor, "recall": with_ / total_with, "leak": without / total_without,
-                       "leak_lower_bound": dual / total_without,
-                       "ms_per_page": sum(rows[index][0]["ms_per_page"] for index in chosen) / len(gold),
-                       "pages_per_row": dict(used.most_common())})
+        best = min(reaching, key=lambda point: point.found_without)
+        dual = max(0.0, max(point.objective + point.weight * needed for point in sweep))
+        used = Counter(rows[index][0]["name"] for index in best.chosen)
+        floors.append({"recall_floor": floor, "recall": best.found_with / total_with,
+                       "leak": best.found_without / total_without, "leak_lower_bound": dual / total_without,
+                       "ms_per_page": float(row_ms[best.chosen].mean()), "pages_per_row": dict(used.most_common())})
     return {"rows": [figures["name"] for figures, _ in rows], "at_recall": floors}
 
 
@@ -773,8 +781,8 @@ def main(argv: list[str] | None = None) -> int:
     default = next(pair for pair, row in zip(measured, rows) if row.default)
     peer = next((pair for pair, row in zip(measured, rows) if row.html == FALLBACK_PEER), None)
     bound = fallback_bound(gold, *default, *peer) if peer else None
-    options = [pair for pair, row in zip(measured, rows) if is_option_row(row)]
-    options_bound_figures = options_bound(gold, sorted(options, key=lambda pair: not pair[0]["default"]))
+    options = [default] + [pair for pair, row in zip(measured, rows) if is_option_row(row) and not row.default]
+    options_bound_figures = options_bound(gold, options)
     paragraphs = paragraph_dedup(gold, readability)
     points = [] if args.skip_grid else grid_search(gold)
     crawls = [measure_crawl(data_dir / name, name.split("/", 1)[1]) for name in SAME_HOST_CRAWLS]
@@ -789,6 +797,11 @@ def main(argv: list[str] | None = None) -> int:
                    f"{sum(len(p.without_snippets) for p in gold)} `without` snippets; mozilla_readability "
                    f"{len(readability)} pages, {sum(len(p.with_snippets) for p in readability)} `with` / "
                    f"{sum(len(p.without_snippets) for p in readability)} `without` snippets"),
+        # the issue's figures: the default's recall and leak on each gold set, and the goal they are held to
+        "recall": default[0]["trafilatura_eval"]["recall"], "leak": default[0]["trafilatura_eval"]["leak"],
+        "default_by_gold_set": {name: {key: default[0][name][key] for key in ("recall", "leak")}
+                                for name in ("trafilatura_eval", "trafilatura_eval_odd", "readability")},
+        "goal": {"recall": TARGET_RECALL, "leak": TARGET_LEAK},
         "rows": results,
         "trafilatura_fallback_bound": bound,
         "resiliparse_options_bound": options_bound_figures,
