@@ -6,7 +6,7 @@ and with it, same seeds, same token budget, held-out bits per byte.
                                                             # ~40 min per part on 2 cores
 
 Writes `results/curation_quality.json`: per part, `bpb_before`, `bpb_after` (macro over the suite's domains, mean
-over seeds), `seed_std` (the pooled standard deviation of the paired differences), the difference, its
+over seeds), `seed_std` (the two variants' seed standard deviations, pooled), the difference, its
 signal-to-noise ratio and p-value, the verdict, and the command and date that measured it (a run of one part
 keeps the others' recorded figures; each part records the corpus it ran on: bits per byte compare within a part,
 not across parts measured on different corpora).

@@ -4,7 +4,9 @@ every model scored on one evaluation suite in exact bits per byte, and a verdict
 MLflow: one parent run per ablation (found again by the ablation's fingerprint, so a rerun continues it), a nested
 run per variant for its data stages (`sluice.kind = ablation-data`), and a nested run per (variant, seed) for its
 training (`sluice.kind = ablation-run`) with the mixture and the suite attached as MLflow datasets. A finished
-training run leaves its result beside its checkpoints and is not trained again; a half-trained one resumes.
+training run leaves its result beside its checkpoints and is not trained again; a half-trained one resumes. Every
+run the comparison reads is tagged as the parent's (variant, seed) (`tracking.run_members`), so one trained for an
+earlier ablation (before a seed was added, say) counts, and one trained again replaces the old.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from configs.ablation import AblationConfig
 from configs.schema import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
-from flows.ablation_report import RUN_KIND, ablation_datasets, publish_ablation_report
+from flows.ablation_report import RUN_KIND, ablation_datasets, publish_ablation_report, run_role
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
 from flows.training_flow import training_flow
@@ -31,6 +33,7 @@ from storage.stage_result import stage_file
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
+from tracking.run_members import join
 from tracking.store import run_page_url, use_experiment
 from training.plan import plan
 
@@ -126,9 +129,11 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
     if os.path.exists(record):
         logger.info("%s seed %d: already trained (%s), skipping", variant, seed, record)
         with open(record) as handle:
-            return json.load(handle)
-    result = training_flow(config)
-    log_datasets(result["mlflow_run_id"], ablation_datasets(mixture, suite))
-    with open(record, "w") as handle:
-        json.dump(result, handle)
+            result = json.load(handle)
+    else:
+        result = training_flow(config)
+        log_datasets(result["mlflow_run_id"], ablation_datasets(mixture, suite))
+        with open(record, "w") as handle:
+            json.dump(result, handle)
+    join(parent_id, result["mlflow_run_id"], run_role(variant, seed))     # also when another ablation trained it
     return result

@@ -8,6 +8,7 @@ import json
 import os
 
 import mlflow
+from mlflow.entities import Run
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.ablation import AblationConfig
@@ -19,6 +20,7 @@ from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import RunDataset
+from tracking.run_members import members
 from tracking.store import artifact_url
 
 RUN_KIND = "ablation-run"
@@ -33,11 +35,21 @@ def ablation_datasets(mixture: StageResult, suite: StageResult) -> list[RunDatas
                        "evaluation")]
 
 
-def training_runs(parent_id: str) -> list:
-    client = mlflow.MlflowClient()
-    experiment_id = client.get_run(parent_id).info.experiment_id
-    return client.search_runs([experiment_id], filter_string=(
-        f"tags.`mlflow.parentRunId` = '{parent_id}' and tags.`sluice.kind` = '{RUN_KIND}'"), max_results=10_000)
+def training_runs(parent_id: str) -> dict[tuple[str, int], Run]:
+    """(variant, seed) -> the ablation's run for it (`tracking.run_members`: a run another ablation trained counts
+    too). Runs nested before membership was tagged count by their own tags, the newest of a (variant, seed)."""
+    found: dict[tuple[str, int], Run] = {}
+    for run, role in sorted(members(parent_id, (RUN_KIND, _own_role)), key=lambda pair: pair[0].info.start_time):
+        found[(role["variant"], role["seed"])] = run
+    return found
+
+
+def run_role(variant: str, seed: int) -> dict:
+    return {"variant": variant, "seed": seed}
+
+
+def _own_role(run: Run) -> dict:
+    return run_role(run.data.tags["sluice.variant"], int(run.data.tags["sluice.seed"]))
 
 
 def comparison(parent_id: str) -> dict:
@@ -48,11 +60,13 @@ def comparison(parent_id: str) -> dict:
                          f"{parent.data.tags.get('sluice.kind')!r})")
     variants = json.loads(parent.data.tags["sluice.variants"])
     baseline = parent.data.tags["sluice.baseline"]
-    runs = [RunScore(run.data.tags["sluice.variant"], int(run.data.tags["sluice.seed"]),
-                     {key.removeprefix(SUITE_METRIC): value for key, value in run.data.metrics.items()
-                      if key.startswith(SUITE_METRIC)})
-            for run in training_runs(parent_id) if run.info.status == "FINISHED"]
+    finished = {role: run for role, run in training_runs(parent_id).items() if run.info.status == "FINISHED"}
+    runs = [RunScore(variant, seed, {key.removeprefix(SUITE_METRIC): value for key, value in run.data.metrics.items()
+                                     if key.startswith(SUITE_METRIC)})
+            for (variant, seed), run in finished.items()]
     table = compare([run for run in runs if run.bpb], variants, baseline)
+    table["runs"] = {variant: {seed: run.info.run_id for (name, seed), run in sorted(finished.items())
+                               if name == variant} for variant in variants}
     table["verdicts"] = {name: verdict(table, name) for name in variants if name != baseline}
     table["verdict"] = table["verdicts"][variants[-1]] if variants[-1] != baseline else next(
         iter(table["verdicts"].values()))
@@ -68,11 +82,11 @@ def histories(parent_id: str) -> dict[str, dict[int, list[tuple[int, float]]]]:
     """variant -> seed -> [(training tokens, macro bpb)] from the runs' metric histories."""
     client = mlflow.MlflowClient()
     curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
-    for run in training_runs(parent_id):
+    for (variant, seed), run in training_runs(parent_id).items():
         per_update = int(run.data.tags["sluice.tokens_per_update"])
         points = [(metric.step * per_update, metric.value)
                   for metric in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}macro")]
-        curves.setdefault(run.data.tags["sluice.variant"], {})[int(run.data.tags["sluice.seed"])] = sorted(points)
+        curves.setdefault(variant, {})[seed] = sorted(points)
     return curves
 
 
@@ -133,7 +147,11 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     create_table_artifact(key=f"{key}-table", table=[
         {"variant": name, **{f"{metric} bpb": round(row["metrics"][metric]["mean"], 5) for metric in table["metrics"]},
          **{f"{metric} std": round(row["metrics"][metric]["std"], 5) for metric in ("macro",)},
-         "vs baseline": round(row["vs_baseline"]["macro"]["difference"], 5) if "vs_baseline" in row else None,
-         "snr": round(row["vs_baseline"]["macro"]["snr"], 2) if "vs_baseline" in row else None}
+         "vs baseline": _rounded(row.get("vs_baseline", {}).get("macro", {}).get("difference"), 5),
+         "snr": _rounded(row.get("vs_baseline", {}).get("macro", {}).get("snr"), 2)}
         for name, row in table["variants"].items()], description=f"ablation {ablation.name}: bits per byte")
     return {"table": table, "verdict": table["verdict"], "why": removals, "charts": charts, "markdown": markdown}
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

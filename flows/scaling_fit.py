@@ -12,16 +12,19 @@ import tempfile
 import time
 
 import mlflow
+from mlflow.entities import Run
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_image_artifact, create_markdown_artifact
 
 from flows.reporting import artifact_key
+from tracking.run_members import members
 from tracking.store import artifact_url, tracking_uri
 from training.scaling_charts import scaling_png
 from training.scaling_law import BOOTSTRAP_RESAMPLES, bootstrap_intervals, fit_law, holdout_error
 
 MIN_POINTS = 5            # the law has five parameters
 BUDGET_OVER_LARGEST_RUN = 10     # default compute budget for N*(C), D*(C): ten times the ladder's largest run
+RUN_KIND = "sweep-run"         # a sweep point's training run
 IDENTIFIED_E_SHARE = 0.1         # an E under a tenth of every measured loss is not pinned down by them
 IDENTIFIED_SPREAD = 10.0         # nor an exponent whose interval spans more than this factor
 
@@ -32,16 +35,22 @@ def can_fit(runs: list[dict]) -> bool:
     return (len(shapes) >= MIN_POINTS and len({n for n, _ in shapes}) >= 2 and len({d for _, d in shapes}) >= 2)
 
 
+def point_role(n_params: int, tokens: int, lr: float) -> dict:
+    """A sweep point's role in its sweep (`tracking.run_members`): a run trained again for it replaces the old."""
+    return {"n_params": n_params, "tokens": tokens, "lr": lr}
+
+
+def _own_role(run: Run) -> dict:
+    tags = run.data.tags
+    return point_role(int(tags["sluice.n_params"]), int(tags["sluice.tokens"]), float(tags["sluice.lr"]))
+
+
 def ladder_points(parent_run_id: str, metric: str = "val_loss") -> list[dict]:
-    """The sweep's finished runs as (n_params, tokens, lr, loss, run_id); the best run of each (N, D)."""
-    client = mlflow.MlflowClient()
-    parent = client.get_run(parent_run_id)
-    runs = client.search_runs([parent.info.experiment_id], filter_string=(
-        f"tags.mlflow.parentRunId = '{parent_run_id}' AND tags.`sluice.kind` = 'sweep-run' "
-        f"AND attributes.status = 'FINISHED'"), max_results=10_000)
+    """The sweep's finished runs as (n_params, tokens, lr, loss, run_id); the best run of each (N, D). A run
+    another sweep trained counts where this sweep joined it."""
     best: dict[tuple[int, int], dict] = {}
-    for run in runs:
-        if metric not in run.data.metrics:
+    for run, _ in members(parent_run_id, (RUN_KIND, _own_role)):
+        if run.info.status != "FINISHED" or metric not in run.data.metrics:
             continue
         point = {"n_params": int(run.data.tags["sluice.n_params"]), "tokens": int(run.data.tags["sluice.tokens"]),
                  "lr": float(run.data.tags["sluice.lr"]), "loss": run.data.metrics[metric], "run_id": run.info.run_id}

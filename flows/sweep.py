@@ -4,7 +4,9 @@ then the L(N, D) fit over the ladder (`flows.scaling_fit`).
 The data is one recipe's mixture and tokenizer (the curation flow, so a recipe already run is found in its
 store). MLflow: one parent run per sweep (found again by the sweep's settings, so a rerun continues it) and a
 nested run per point (`sluice.kind = sweep-run`) tagged with its parameter count N, its trained tokens D and its
-learning rate. A finished point leaves its result beside its checkpoints and is not trained again.
+learning rate. A finished point leaves its result beside its checkpoints and is not trained again; the fit reads
+the points the sweep joined (`tracking.run_members`), so a point trained for an earlier sweep (before a size was
+added, say) counts.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from configs.sweep import SweepConfig
 from configs.training import TrainingConfig
 from flows.curation import curation_flow
 from flows.heartbeats import subflows_without_heartbeats
-from flows.scaling_fit import can_fit, scaling_fit_flow
+from flows.scaling_fit import RUN_KIND, can_fit, point_role, scaling_fit_flow
 from flows.training_flow import training_flow
 from flows.training_inputs import mixture_dataset, train_on_mixture
 from storage.fs import local_path
@@ -30,10 +32,10 @@ from tasks.mixture.placement import covering_budget
 from tasks.resumable import run_once
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
+from tracking.run_members import join
 from tracking.store import run_page_url, use_experiment
 from training.plan import model_config, plan
 
-RUN_KIND = "sweep-run"
 RESULT_FILE = "sweep_result.json"          # beside a finished point's checkpoints
 
 
@@ -127,6 +129,7 @@ def _train(sweep: SweepConfig, index: int, point: TrainingConfig, data: dict, tr
                      lambda: shape | _trained(config, stages["mixture"]))
     if found.pop("resumed"):
         logger.info("%s: already trained, skipping", name)
+    join(parent_id, found["mlflow_run_id"], point_role(shape["n_params"], shape["tokens"], shape["lr"]))
     return found
 
 

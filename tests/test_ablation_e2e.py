@@ -82,7 +82,7 @@ def ablation_runs(ablation_config):
 def _children(parent_id: str) -> list:
     from flows.ablation_report import training_runs
 
-    return training_runs(parent_id)
+    return list(training_runs(parent_id).values())
 
 
 def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
@@ -215,6 +215,22 @@ def test_sluice_compare_prints_the_table_from_mlflow(ablation_runs, capsys):
     assert "| raw |" in printed and "| +dedup |" in printed and f"Verdict: {first['verdict']}" in printed
     assert main(["compare", first["mlflow_run_id"], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["baseline"] == "raw"
+
+
+def test_another_ablation_of_the_same_trainings_reuses_and_compares_them(ablation_raw, ablation_runs):
+    """A renamed copy of the ablation is a new parent run: it trains nothing, joins the runs the first one trained
+    and compares exactly those; the first ablation's comparison stays as it was."""
+    from flows.ablation import ablation_flow
+    from flows.ablation_report import comparison
+
+    first, _, histories = ablation_runs
+    again = ablation_flow(parse_ablation(ablation_raw | {"name": "ablation-test-again"}))
+    assert again["mlflow_run_id"] != first["mlflow_run_id"]
+    assert again["table"]["runs"] == first["table"]["runs"] and len(first["table"]["runs"]["raw"]) == 2
+    assert again["table"]["variants"] == first["table"]["variants"]
+    assert comparison(first["mlflow_run_id"])["variants"] == first["table"]["variants"]
+    client = mlflow.MlflowClient()
+    assert {run_id: len(client.get_metric_history(run_id, "loss")) for run_id in histories} == histories
 
 
 def _checkpointed_unfinished_run(train_dir: str, before: set[str]) -> str | None:

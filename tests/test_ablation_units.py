@@ -15,7 +15,7 @@ from configs.ablation import load_ablation, parse_ablation
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import RecipeError
 from storage.document_shard import read_documents, write_documents
-from tasks.evaluation.compare import RunScore, compare, verdict
+from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
 from tasks.evaluation.decontaminate import DecontaminateJob, decontaminate_shard
 from tasks.evaluation.ngrams import NgramSet, ngram_hashes
 from tasks.evaluation.suite import build_suite, read_suite
@@ -138,10 +138,27 @@ def test_statistics_on_hand_made_runs():
     t = differences.mean() / (differences.std(ddof=1) / math.sqrt(3))
     from scipy import stats
     assert versus["p_value"] == pytest.approx(2 * stats.t.sf(abs(t), df=2))
-    assert verdict(table, "full") == "full beats raw by 0.1000 bpb, 3.9x the seed std (3 seeds)"
+    assert verdict(table, "full") == (f"full beats raw by 0.1000 bpb, 3.9x the seed std (3 seeds, paired p "
+                                      f"{versus['p_value']:.3f})")
     noisy = compare([RunScore("raw", 0, {"macro": 2.0}), RunScore("raw", 1, {"macro": 2.2}),
                      RunScore("full", 0, {"macro": 2.1}), RunScore("full", 1, {"macro": 2.0})], ["raw", "full"], "raw")
     assert "no difference beyond seed noise" in verdict(noisy, "full")
+
+
+def test_no_winner_is_called_without_seed_noise_to_weigh_the_difference_against():
+    one_seed = compare([RunScore("raw", 0, {"macro": 1.500}), RunScore("full", 0, {"macro": 1.499})],
+                       ["raw", "full"], "raw")
+    versus = one_seed["variants"]["full"]["vs_baseline"]["macro"]
+    assert versus["difference"] == pytest.approx(-0.001) and versus["snr"] is None and versus["seed_std"] is None
+    assert verdict(one_seed, "full").startswith("full vs raw: not called (-0.0010 bpb, 1 seeds in common")
+    disjoint = compare([RunScore("raw", 0, {"macro": 1.5}), RunScore("raw", 1, {"macro": 1.6}),
+                        RunScore("full", 2, {"macro": 1.4}), RunScore("full", 3, {"macro": 1.3})], ["raw", "full"], "raw")
+    assert disjoint["variants"]["full"]["vs_baseline"]["macro"]["difference"] is None
+    assert verdict(disjoint, "full").startswith("full vs raw: not called (0 seeds in common")
+    alike = compare([RunScore(name, seed, {"macro": value}) for name, value in (("raw", 1.5), ("full", 1.4))
+                     for seed in (0, 1)], ["raw", "full"], "raw")
+    assert "not called" in verdict(alike, "full")       # seeds that change nothing measure no noise
+    assert "| full |" in table_markdown(one_seed)
 
 
 def _ablation_raw() -> dict:

@@ -48,8 +48,9 @@ def domain_bars_png(table: dict, path: str) -> str:
         for index, variant in enumerate(variants):
             versus = table["variants"][variant]["vs_baseline"]
             positions = np.arange(len(metrics)) + (index - (len(variants) - 1) / 2) * width
-            axes.bar(positions, [versus[m]["difference"] for m in metrics], width,
-                     yerr=[versus[m]["seed_std"] for m in metrics], capsize=3, color=colours[variant], label=variant)
+            axes.bar(positions, [_drawn(versus[m]["difference"]) for m in metrics], width,
+                     yerr=[_drawn(versus[m]["seed_std"]) for m in metrics], capsize=3, color=colours[variant],
+                     label=variant)
         axes.axhline(0.0, color="black", linewidth=0.8)
         axes.set_xticks(np.arange(len(metrics)), metrics)
         axes.set_ylabel(f"bits per byte minus {table['baseline']}'s")
@@ -57,3 +58,8 @@ def domain_bars_png(table: dict, path: str) -> str:
         axes.grid(axis="y", alpha=0.3)
         axes.legend(fontsize=8)
         return save_png(fig, path)
+
+
+def _drawn(value: float | None) -> float:
+    """A figure the comparison could not give (one seed: no seed std) is left out of the chart."""
+    return np.nan if value is None else value

@@ -2,8 +2,10 @@
 and macro; the difference to the baseline variant paired by seed, a paired t-test, and the signal-to-noise ratio
 |mean difference| / seed std; and a one-line verdict. Lower bits per byte is better.
 
-The seed std of a comparison is the pooled sample standard deviation of the two variants over their seeds
-(sqrt of the mean of the two variances): the noise one would see between two runs of the same recipe.
+The seed std of a comparison is the pooled sample standard deviation of the two variants over the seeds both have
+(sqrt of the mean of the two variances): the noise one would see between two runs of the same recipe. With fewer
+than two such seeds, or seeds that all scored alike, there is no noise to weigh a difference against: the snr is
+None and the verdict says so instead of calling a winner.
 """
 from __future__ import annotations
 
@@ -45,17 +47,18 @@ def compare(runs: list[RunScore], variants: list[str], baseline: str) -> dict:
 
 
 def paired_difference(variant: dict[int, dict], baseline: dict[int, dict], metric: str) -> dict:
-    """variant - baseline, paired by seed (negative: the variant is better)."""
+    """variant - baseline over the seeds both have (negative: the variant is better); `difference`, `seed_std`,
+    `snr` and `p_value` are None where those seeds cannot give them."""
     shared = sorted(set(variant) & set(baseline))
-    differences = np.array([variant[seed][metric] - baseline[seed][metric] for seed in shared])
-    mean = float(differences.mean()) if shared else math.nan
-    pooled = math.sqrt((_std(np.array([variant[s][metric] for s in variant])) ** 2
-                        + _std(np.array([baseline[s][metric] for s in baseline])) ** 2) / 2)
+    ours = np.array([variant[seed][metric] for seed in shared])
+    theirs = np.array([baseline[seed][metric] for seed in shared])
+    differences = ours - theirs
+    mean = float(differences.mean()) if shared else None
+    pooled = math.sqrt((_std(ours) ** 2 + _std(theirs) ** 2) / 2) if len(shared) >= 2 else None
     p_value = None
     if len(shared) >= 2 and differences.std(ddof=1) > 0:
-        p_value = float(scipy_stats.ttest_rel([variant[s][metric] for s in shared],
-                                              [baseline[s][metric] for s in shared]).pvalue)
-    return {"difference": mean, "seed_std": pooled, "snr": abs(mean) / pooled if pooled > 0 else math.inf,
+        p_value = float(scipy_stats.ttest_rel(ours, theirs).pvalue)
+    return {"difference": mean, "seed_std": pooled, "snr": abs(mean) / pooled if pooled else None,
             "p_value": p_value, "pairs": len(shared)}
 
 
@@ -65,17 +68,22 @@ def _std(values: np.ndarray) -> float:
 
 def verdict(table: dict, variant: str, metric: str = "macro") -> str:
     """One line on `variant` against the baseline, e.g. "+classifier beats raw by 0.041 bpb, 5.2x the seed std
-    (3 seeds)"."""
+    (3 seeds, paired p 0.004)"."""
     baseline = table["baseline"]
     result = table["variants"][variant]["vs_baseline"][metric]
-    seeds = result["pairs"]
-    size, snr = abs(result["difference"]), result["snr"]
+    seeds, snr = result["pairs"], result["snr"]
     where = "" if metric == "macro" else f" on {metric}"
+    if snr is None:
+        measured = "" if result["difference"] is None else f"{result['difference']:+.4f} bpb, "
+        return (f"{variant} vs {baseline}{where}: not called ({measured}{seeds} seeds in common; weighing a "
+                f"difference against seed noise takes at least 2 seeds whose scores differ)")
+    paired = "" if result["p_value"] is None else f", paired p {result['p_value']:.3f}"
     if snr < SNR_THRESHOLD:
         return (f"{variant} vs {baseline}{where}: no difference beyond seed noise ({result['difference']:+.4f} bpb, "
-                f"{snr:.1f}x the seed std, {seeds} seeds)")
+                f"{snr:.1f}x the seed std, {seeds} seeds{paired})")
     winner, loser = (variant, baseline) if result["difference"] < 0 else (baseline, variant)
-    return f"{winner} beats {loser}{where} by {size:.4f} bpb, {snr:.1f}x the seed std ({seeds} seeds)"
+    return (f"{winner} beats {loser}{where} by {abs(result['difference']):.4f} bpb, {snr:.1f}x the seed std "
+            f"({seeds} seeds{paired})")
 
 
 def table_markdown(table: dict) -> str:
@@ -87,7 +95,11 @@ def table_markdown(table: dict) -> str:
         cells = [f"{row['metrics'][m]['mean']:.4f} ± {row['metrics'][m]['std']:.4f}" for m in metrics]
         versus = row.get("vs_baseline", {}).get("macro")
         extra = ["(baseline)", "", ""] if versus is None else [
-            f"{versus['difference']:+.4f}", f"{versus['snr']:.1f}",
-            "" if versus["p_value"] is None else f"{versus['p_value']:.3f}"]
+            _number(versus["difference"], "+.4f"), _number(versus["snr"], ".1f"),
+            _number(versus["p_value"], ".3f")]
         lines.append(f"| {name} | " + " | ".join(cells + extra) + " |")
     return "\n".join(lines)
+
+
+def _number(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)

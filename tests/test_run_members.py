@@ -1,0 +1,46 @@
+"""Which runs an experiment's parent is made of (`tracking.run_members`), on a real SQLite MLflow store."""
+from __future__ import annotations
+
+import mlflow
+import pytest
+
+from tracking.run_members import join, members
+
+
+@pytest.fixture
+def client(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    return mlflow.MlflowClient()
+
+
+def _roles(parent_id: str) -> dict[str, dict]:
+    return {run.info.run_id: role for run, role in members(parent_id)}
+
+
+def test_a_run_of_another_experiment_joins_and_a_retrained_role_replaces_the_old_run(client):
+    parent = client.create_run(client.create_experiment("ablations")).info.run_id
+    old, other, new = (client.create_run(client.create_experiment(name)).info.run_id for name in "abc")
+    join(parent, old, {"variant": "raw", "seed": 0})
+    join(parent, other, {"variant": "+dedup", "seed": 0})
+    assert _roles(parent) == {old: {"variant": "raw", "seed": 0}, other: {"variant": "+dedup", "seed": 0}}
+    join(parent, new, {"variant": "raw", "seed": 0})
+    assert _roles(parent) == {new: {"variant": "raw", "seed": 0}, other: {"variant": "+dedup", "seed": 0}}
+    join(parent, new, {"variant": "raw", "seed": 0})                  # joining again changes nothing
+    assert len(_roles(parent)) == 2
+
+
+def test_runs_nested_before_membership_count_by_their_own_tags(client):
+    experiment = client.create_experiment("old")
+    parent = client.create_run(experiment).info.run_id
+    nested = client.create_run(experiment, tags={"mlflow.parentRunId": parent, "sluice.kind": "ablation-run",
+                                                 "sluice.variant": "raw"}).info.run_id
+    client.create_run(experiment, tags={"mlflow.parentRunId": parent, "sluice.kind": "something-else"})
+    found = members(parent, ("ablation-run", lambda run: {"variant": run.data.tags["sluice.variant"]}))
+    assert [(run.info.run_id, role) for run, role in found] == [(nested, {"variant": "raw"})]
+
+
+def test_a_recorded_run_the_store_no_longer_has_is_a_clear_error(client):
+    parent = client.create_run(client.create_experiment("x")).info.run_id
+    with pytest.raises(RuntimeError, match="is not in the tracking store .* delete the training's result file"):
+        join(parent, "0" * 32, {"variant": "raw", "seed": 0})
