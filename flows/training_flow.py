@@ -74,6 +74,9 @@ def training_flow(config: TrainingConfig) -> dict:
             last = train_on_nodes(config, config_path, this_run, logger.info)
         else:
             last = _train_here(config, config_path, logger.info)
+    except Exception:
+        _mark_failed(config)
+        raise
     finally:
         _RUNNING.pop(this_run, None)
     with open(os.path.join(config.checkpoint.dir, RUN_RECORD)) as handle:
@@ -87,6 +90,24 @@ def training_flow(config: TrainingConfig) -> dict:
         logger.warning("doctor: %s: %s; fix: %s", finding["check"], finding["seen"], finding["fix"])
     return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri,
             "doctor_findings": [finding["check"] for finding in findings], **last}
+
+
+def _mark_failed(config: TrainingConfig) -> None:
+    """The attempt's MLflow run, if the trainer got as far as starting one, FAILED rather than RUNNING for ever (a
+    rank killed by a signal never finishes it); a retry's writer sets it RUNNING again and continues it."""
+    import mlflow
+
+    record = os.path.join(config.checkpoint.dir, RUN_RECORD)
+    if not os.path.exists(record):
+        return
+    with open(record) as handle:
+        run_id = json.load(handle)["run_id"]
+    client = mlflow.MlflowClient(tracking_uri(config.mlflow.tracking_uri))
+    try:
+        if client.get_run(run_id).info.status == "RUNNING":
+            client.set_terminated(run_id, status="FAILED")
+    except mlflow.exceptions.MlflowException as error:      # the training's own error is the one to raise
+        get_run_logger().warning("could not mark MLflow run %s FAILED: %s", run_id, error)
 
 
 def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) -> None:
@@ -103,7 +124,13 @@ def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], N
     process = start_trainer(torchrun_command(config_path, config.hardware.data_parallel), subprocess.PIPE,
                             env={WRITER_ENV: writer.address})
     _launched(config, {"pgid": process.pid}, lambda: kill_group(process))
-    timer = threading.Timer(config.timeout_s, kill_group, args=(process,)) if config.timeout_s else None
+    timed_out = threading.Event()
+
+    def time_out() -> None:
+        timed_out.set()
+        kill_group(process)
+
+    timer = threading.Timer(config.timeout_s, time_out) if config.timeout_s else None
     try:
         if timer:
             timer.start()
@@ -115,8 +142,9 @@ def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], N
         kill_group(process)
         writer.close()
     if process.returncode != 0:
-        raise RuntimeError(f"torchrun exited with {process.returncode} (see the log above); a retry resumes from "
-                           f"the latest checkpoint in {config.checkpoint.dir}")
+        why = (f"was stopped after timeout_s = {config.timeout_s:g} s" if timed_out.is_set()
+               else f"exited with {process.returncode} (see the log above)")
+        raise RuntimeError(f"torchrun {why}; a retry resumes from the latest checkpoint in {config.checkpoint.dir}")
     return last
 
 

@@ -170,7 +170,13 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
                                  key=f"sluice-train-node-{rank}-{attempt}")
                    for rank, worker in enumerate(workers)]
         watch = NodeWatch(client, futures, workers, stop)
-        timer = threading.Timer(config.timeout_s, stop.set) if config.timeout_s else None
+        timed_out = threading.Event()
+
+        def time_out() -> None:
+            timed_out.set()
+            stop.set()
+
+        timer = threading.Timer(config.timeout_s, time_out) if config.timeout_s else None
         try:
             if timer:
                 timer.start()
@@ -180,6 +186,9 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
                 timer.cancel()
             stop.set()                # every node's torchrun is gone before this returns or raises
             _wait_quietly(futures, timeout_s=20)
+    if timed_out.is_set():
+        raise RuntimeError(f"the training was stopped on every node after timeout_s = {config.timeout_s:g} s; a rerun "
+                           f"resumes from the latest checkpoint in {checkpoint_dir}")
     if watch.failed:
         raise RuntimeError("; ".join(watch.failed[rank] for rank in sorted(watch.failed))
                            + f" (see node-<rank>.log); a rerun resumes from the latest checkpoint in {checkpoint_dir}")

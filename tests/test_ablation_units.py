@@ -152,7 +152,8 @@ def test_no_winner_is_called_without_seed_noise_to_weigh_the_difference_against(
     assert versus["difference"] == pytest.approx(-0.001) and versus["snr"] is None and versus["seed_std"] is None
     assert verdict(one_seed, "full").startswith("full vs raw: not called (-0.0010 bpb, 1 seeds in common")
     disjoint = compare([RunScore("raw", 0, {"macro": 1.5}), RunScore("raw", 1, {"macro": 1.6}),
-                        RunScore("full", 2, {"macro": 1.4}), RunScore("full", 3, {"macro": 1.3})], ["raw", "full"], "raw")
+                        RunScore("full", 2, {"macro": 1.4}), RunScore("full", 3, {"macro": 1.3})],
+                       ["raw", "full"], "raw")
     assert disjoint["variants"]["full"]["vs_baseline"]["macro"]["difference"] is None
     assert verdict(disjoint, "full").startswith("full vs raw: not called (0 seeds in common")
     alike = compare([RunScore(name, seed, {"macro": value}) for name, value in (("raw", 1.5), ("full", 1.4))

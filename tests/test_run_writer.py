@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import mlflow
@@ -93,3 +94,24 @@ def test_a_trainer_that_cannot_reach_the_flows_writer_says_where_it_looked(tmp_p
     monkeypatch.setenv(WRITER_ENV, address)
     with pytest.raises(RuntimeError, match=f"cannot reach the flow's MLflow writer at {address}"):
         RunLogger(_config(tmp_path), enabled=True)
+
+
+def test_an_attempt_that_failed_before_its_params_gets_them_on_resume_and_a_failed_operation_stops_the_monitor(
+        tmp_path):
+    from tracking.mlflow_writer import apply
+
+    config = _config(tmp_path)
+    start = json.dumps({"op": "start", "config": config.model_dump(mode="json")})
+    monitors = before = _monitors()
+    with pytest.raises(Exception):                       # the first attempt dies on an operation MLflow refuses
+        apply([start, json.dumps({"op": "metrics", "rows": [["not a metric name!", 1.0, 0, 1]]})])
+        monitors = _monitors()                           # not reached
+    assert _monitors() == before == monitors, "the system-metrics monitor outlived its writer"
+    apply([start, json.dumps({"op": "params", "params": {"steps": "3", "model.d_model": "16"}}),
+           json.dumps({"op": "finish", "status": "FINISHED"})])
+    run_id = json.loads((tmp_path / "checkpoints" / RUN_RECORD).read_text())["run_id"]
+    assert mlflow.MlflowClient().get_run(run_id).data.params == {"steps": "3", "model.d_model": "16"}
+
+
+def _monitors() -> int:
+    return sum(thread.name == "SystemMetricsMonitor" and thread.is_alive() for thread in threading.enumerate())

@@ -166,6 +166,24 @@ def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
             os.kill(pid, 0)
 
 
+def test_a_training_past_its_timeout_fails_saying_so_and_leaves_its_mlflow_run_failed(byte_shards, tmp_path):
+    """The launcher's timeout stops every rank; the error names the timeout rather than an exit code, and the MLflow
+    run the attempt started is FAILED, not RUNNING for ever."""
+    import mlflow
+
+    from configs.training import TrainingConfig
+    from flows.training_flow import training_flow
+    from tracking.mlflow_writer import RUN_RECORD
+
+    raw = yaml.safe_load(Path(_edit(_config(tmp_path, byte_shards, "slow"), steps=100_000)).read_text())
+    config = TrainingConfig.model_validate(raw | {"timeout_s": 12})
+    with pytest.raises(RuntimeError, match=r"torchrun was stopped after timeout_s = 12 s; a retry resumes"):
+        training_flow.with_options(retries=0)(config)
+    with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
+        run_id = json.load(handle)["run_id"]
+    assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"
+
+
 def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(byte_shards, tmp_path):
     config = _config(tmp_path, byte_shards, "spiky")
     raw = yaml.safe_load(Path(config).read_text())

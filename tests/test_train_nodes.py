@@ -9,11 +9,13 @@ import signal
 import threading
 import time
 
+import mlflow
 import psutil
 import pytest
 import yaml
 
 from test_train import _config, _edit, _torchrun        # pytest puts tests/ on the path
+from tracking.mlflow_writer import RUN_RECORD
 
 pytestmark = pytest.mark.slow
 
@@ -96,10 +98,14 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     assert f"node 1 ({nodes[1]})" in str(failure[0]), failure[0]
     assert not [p for p in psutil.process_iter(["cmdline"]) if "training.train" in " ".join(p.info["cmdline"] or [])
                 and config.checkpoint.dir in " ".join(p.info["cmdline"] or [])], "a trainer was left running"
+    with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
+        run_id = json.load(handle)["run_id"]
+    assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"     # not RUNNING for ever
 
     client.wait_for_workers(2, timeout=120)       # the nanny restarts the lost worker, with its resource
     resumed = training_flow(config)
-    assert resumed["step"] == 40
+    assert resumed["step"] == 40 and resumed["mlflow_run_id"] == run_id
+    assert mlflow.MlflowClient().get_run(run_id).info.status == "FINISHED"
     assert [r["event"] for r in _records(config.checkpoint.dir) if r.get("event") == "resumed"] == ["resumed"]
 
 

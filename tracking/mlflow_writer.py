@@ -7,7 +7,7 @@ Rank 0 (`tracking.run_logger`) uses it in its own process, or, when the flow tha
 (loopback on one machine; the flow machine's address on the cluster's network for a run across nodes). The flow
 process has MLflow loaded already; rank 0 would spend ~4 s importing it and setting up its store while every other
 rank waits for it at the first collective. An end of input without `finish` (rank 0 killed) leaves the run
-RUNNING, to be continued by the resumed training."""
+RUNNING, to be continued by the resumed training; the training flow marks it FAILED if the attempt failed."""
 from __future__ import annotations
 
 import json
@@ -62,10 +62,13 @@ class RunWriter:
         return run_id, False
 
     def params(self, params: dict[str, str]) -> None:
-        """Logged once, by the run that created the MLflow run (a resumed run has them already)."""
-        if self.resumed:
-            return
+        """Logged by the run that created the MLflow run; a resumed run logs those it lacks (an attempt that failed
+        before logging them), never changing one (MLflow refuses that)."""
         from mlflow.entities import Param
+
+        if self.resumed:
+            logged = self.client.get_run(self.run_id).data.params
+            params = {key: value for key, value in params.items() if key not in logged}
 
         items = [Param(key, value) for key, value in params.items()]
         for start in range(0, len(items), PARAMS_PER_BATCH):
@@ -99,17 +102,21 @@ def apply(lines: Iterable[str]) -> None:
     """Carry out the operations, one JSON object per line (the first one `start`), until `finish` or the end of
     the input."""
     writer = None
-    for line in lines:
-        operation = json.loads(line)
-        name = operation.pop("op")
-        if name == "start":
-            writer = RunWriter(TrainingConfig.model_validate(operation["config"]))
-            continue
-        getattr(writer, name)(**operation)
-        if name == "finish":
-            return
-    if writer is not None and writer.system:          # rank 0 went away without finishing: the run stays RUNNING
-        writer.system.finish()
+    try:
+        for line in lines:
+            operation = json.loads(line)
+            name = operation.pop("op")
+            if name == "start":
+                writer = RunWriter(TrainingConfig.model_validate(operation["config"]))
+                continue
+            getattr(writer, name)(**operation)
+            if name == "finish":
+                return
+    finally:
+        # rank 0 went away without finishing, or an operation failed: the run stays RUNNING (the training flow marks
+        # a failed attempt FAILED), and its system-metrics monitor, which runs while the run is RUNNING, stops here
+        if writer is not None and writer.system:
+            writer.system.finish()
 
 
 class HostedWriter:

@@ -41,9 +41,12 @@ class Checkpointer:
         self.model, self.optimizer, self.parts = model, optimizer, {"counter": counter} | parts
         self.weights_from = weights_from        # a drill (`drills.resume_weights_from`): a mismatched resume
 
+    def is_due(self, last: bool) -> bool:
+        return self.counter.step % self.spec.every == 0 or last
+
     def save_if_due(self, last: bool) -> None:
         step = self.counter.step
-        if step % self.spec.every == 0 or last:
+        if self.is_due(last):
             states = {name: part.state_dict() if part is not None else None for name, part in self.parts.items()}
             save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank)
 

@@ -142,10 +142,10 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
                   else None}
         _log(env, {"step": counter.step, **record})
         tracker.metrics(counter.step, record)
-        if counter.step % config.log_every == 0:
-            tracker.flush()
         if (config.data.validation or suite is not None) and (counter.step % config.eval.every == 0 or last):
             _evaluate(config, env, model, model_spec, counter.step, tracker, suite)
+        if counter.step % config.log_every == 0 or checkpointer.is_due(last):
+            tracker.flush()        # before a checkpoint: a resume starts after it, so rows unsent by then would be lost
         checkpointer.save_if_due(last)
         if stop_after is not None and counter.step >= stop_after:
             tracker.flush()
