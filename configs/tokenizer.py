@@ -9,6 +9,7 @@ from configs.base import StrictModel
 
 # Fixed ids, so every tokenizer a recipe trains numbers its special tokens alike.
 UNK_ID, BOS_ID, EOS_ID, PAD_ID = 0, 1, 2, 3
+Normalization = Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"]
 
 
 class TokenizerConfig(StrictModel):
@@ -16,8 +17,10 @@ class TokenizerConfig(StrictModel):
     vocab_size: int = Field(32000, ge=16, description="target size; a corpus too small for it gets fewer pieces")
     model_type: Literal["bpe", "unigram"] = "bpe"
     byte_fallback: bool = Field(True, description="unknown characters become UTF-8 byte pieces, never <unk>")
-    normalization: Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"] = Field(
-        "nmt_nfkc", description="SentencePiece normalization rule")
+    normalization: Normalization = Field("nmt_nfkc", description="SentencePiece normalization rule")
+    remove_extra_whitespaces: bool = Field(True, description=(
+        "SentencePiece's: collapse runs of whitespace and strip it at line ends (newlines become spaces either way "
+        "under the nmt_ rules); lossy, so an ablation's tokenizer turns it off"))
     character_coverage: float = Field(0.9995, gt=0.0, le=1.0)
     sample_documents: int = Field(20000, ge=1, description="documents the tokenizer is trained on (seeded choice)")
     input_sentence_size: int = Field(2_000_000, ge=0, description="lines SentencePiece samples from them; 0 = all")

@@ -186,6 +186,14 @@ def test_matched_tokens_and_one_tokenizer(ablation_runs):
         steps = [metric.step for metric in client.get_metric_history(run.info.run_id, "loss")]
         assert max(steps) * int(run.data.tags["sluice.tokens_per_update"]) == TOKENS
     assert len({run.data.tags["sluice.tokenizer_digest"] for run in children}) == 1
+    import sentencepiece as spm
+
+    from tasks.evaluation.suite import read_suite
+
+    params = children[0].data.params            # the shared tokenizer is lossless: every suite byte is predicted
+    processor = spm.SentencePieceProcessor(model_file=params["data.tokenizer"])
+    texts = [doc["text"] for doc in read_suite(params["eval.suite"])]
+    assert texts and all(processor.decode(processor.encode(text)) == text for text in texts)
     assert len({run.data.tags["sluice.mixture_digest"] for run in children}) == 4   # seeded draws differ
     assert all(row["epochs"] > 0 for row in first["why"].values())
 

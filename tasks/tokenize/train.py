@@ -31,7 +31,8 @@ def train_tokenizer(shard_urls: list[str], model_url: str, config: TokenizerConf
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines), model_writer=model, vocab_size=config.vocab_size,
         model_type=config.model_type, byte_fallback=config.byte_fallback,
-        normalization_rule_name=config.normalization, character_coverage=config.character_coverage,
+        normalization_rule_name=config.normalization, remove_extra_whitespaces=config.remove_extra_whitespaces,
+        character_coverage=config.character_coverage,
         input_sentence_size=config.input_sentence_size, shuffle_input_sentence=config.shuffle_input_sentence,
         unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, hard_vocab_limit=False,
         num_threads=config.num_threads, minloglevel=2)
