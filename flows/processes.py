@@ -1,7 +1,7 @@
 """Child processes: a free loopback port for one to listen on, and stopping a child process group for good:
 SIGTERM, a grace period, then SIGKILL (the trainer's torchrun and its ranks, each service of `sluice server`).
-Children are started with `start_new_session=True`, so the group is theirs alone and holds every process they
-spawned."""
+Children are started with `start_new_session=True`, so the group is theirs alone and holds what they spawned,
+but for what they start in sessions of their own (torchrun's ranks), which is stopped with them."""
 from __future__ import annotations
 
 import os
@@ -9,6 +9,8 @@ import signal
 import socket
 import time
 from typing import Callable
+
+import psutil
 
 
 def free_port() -> int:
@@ -18,18 +20,53 @@ def free_port() -> int:
 
 
 def kill_process_group(pgid: int, grace_s: float = 10.0, reap: Callable[[], object] = lambda: None) -> None:
-    """SIGTERM the group, SIGKILL it after `grace_s`; returns once no process of the group is left. `reap` is
-    called while waiting (a Popen's `poll`), so an exited leader does not linger as a zombie."""
+    """SIGTERM the group, SIGKILL what is left after `grace_s`; returns once none of it is left. `reap` is called
+    while waiting (a Popen's `poll`), so an exited leader does not linger as a zombie.
+
+    What the group started in sessions of its own (torchrun starts every rank so) is found among the leader's
+    descendants before the first signal and is signalled alike: a rank still running when torchrun is SIGKILLed
+    after the grace period (or a torchrun already gone) is not left behind as an orphan."""
+    strays = _descendants_outside(pgid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
+        if not _signal(pgid, strays, sig):
             return
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
             reap()
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
+            if not _signal(pgid, strays, 0):
                 return
             time.sleep(0.2)
+
+
+def _descendants_outside(pgid: int) -> list[psutil.Process]:
+    try:
+        descendants = psutil.Process(pgid).children(recursive=True)
+    except psutil.Error:
+        return []
+    outside = []
+    for process in descendants:
+        try:
+            if os.getpgid(process.pid) != pgid:
+                outside.append(process)
+        except ProcessLookupError:
+            pass
+    return outside
+
+
+def _signal(pgid: int, strays: list[psutil.Process], sig: int) -> bool:
+    """`sig` to the group and to the strays still running (0: only look); whether any of them was there."""
+    found = False
+    try:
+        os.killpg(pgid, sig)
+        found = True
+    except ProcessLookupError:
+        pass
+    for process in strays:
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE:
+                if sig:
+                    process.send_signal(sig)
+                found = True
+        except psutil.Error:
+            pass
+    return found
