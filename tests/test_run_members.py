@@ -1,6 +1,8 @@
 """Which runs an experiment's parent is made of (`tracking.run_members`), on a real SQLite MLflow store."""
 from __future__ import annotations
 
+import uuid
+
 import mlflow
 import pytest
 
@@ -8,10 +10,12 @@ from tracking.run_members import join, members
 
 
 @pytest.fixture
-def client(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    return mlflow.MlflowClient()
+def client():
+    return mlflow.MlflowClient()          # the session's store (conftest); every name here is new to it
+
+
+def _experiment(client, name: str) -> str:
+    return client.create_experiment(f"run-members-{name}-{uuid.uuid4().hex[:8]}")
 
 
 def _roles(parent_id: str) -> dict[str, dict]:
@@ -19,8 +23,8 @@ def _roles(parent_id: str) -> dict[str, dict]:
 
 
 def test_a_run_of_another_experiment_joins_and_a_retrained_role_replaces_the_old_run(client):
-    parent = client.create_run(client.create_experiment("ablations")).info.run_id
-    old, other, new = (client.create_run(client.create_experiment(name)).info.run_id for name in "abc")
+    parent = client.create_run(_experiment(client, "ablations")).info.run_id
+    old, other, new = (client.create_run(_experiment(client, name)).info.run_id for name in "abc")
     join(parent, old, {"variant": "raw", "seed": 0})
     join(parent, other, {"variant": "+dedup", "seed": 0})
     assert _roles(parent) == {old: {"variant": "raw", "seed": 0}, other: {"variant": "+dedup", "seed": 0}}
@@ -31,7 +35,7 @@ def test_a_run_of_another_experiment_joins_and_a_retrained_role_replaces_the_old
 
 
 def test_runs_nested_before_membership_count_by_their_own_tags(client):
-    experiment = client.create_experiment("old")
+    experiment = _experiment(client, "old")
     parent = client.create_run(experiment).info.run_id
     nested = client.create_run(experiment, tags={"mlflow.parentRunId": parent, "sluice.kind": "ablation-run",
                                                  "sluice.variant": "raw"}).info.run_id
@@ -41,6 +45,6 @@ def test_runs_nested_before_membership_count_by_their_own_tags(client):
 
 
 def test_a_recorded_run_the_store_no_longer_has_is_a_clear_error(client):
-    parent = client.create_run(client.create_experiment("x")).info.run_id
+    parent = client.create_run(_experiment(client, "x")).info.run_id
     with pytest.raises(RuntimeError, match="is not in the tracking store .* delete the training's result file"):
         join(parent, "0" * 32, {"variant": "raw", "seed": 0})
