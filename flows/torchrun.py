@@ -45,10 +45,16 @@ def kill_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
 
 
 def follow_records(lines: Iterable[str], log: Callable[[str], None]) -> dict:
-    """Logs rank 0's output lines and returns the fields of its JSON records, the later ones winning."""
+    """Logs rank 0's output lines and returns the fields of its JSON records, the later ones winning. A line that
+    only looks like one (a library's printout, a record cut short by a kill) is logged, not parsed: it must not stop
+    a healthy training."""
     last: dict = {}
     for line in lines:
         log(line.rstrip())
         if line.startswith("{"):
-            last.update({key: value for key, value in json.loads(line).items() if key != "event"})
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            last.update({key: value for key, value in record.items() if key != "event"})
     return last

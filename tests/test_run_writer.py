@@ -96,7 +96,7 @@ def test_a_trainer_that_cannot_reach_the_flows_writer_says_where_it_looked(tmp_p
         RunLogger(_config(tmp_path), enabled=True)
 
 
-def test_an_attempt_that_failed_before_its_params_gets_them_on_resume_and_a_failed_operation_stops_the_monitor(
+def test_an_attempt_that_failed_before_its_params_gets_them_on_resume_and_the_monitor_stops_however_it_ends(
         tmp_path):
     from tracking.mlflow_writer import apply
 
@@ -104,11 +104,13 @@ def test_an_attempt_that_failed_before_its_params_gets_them_on_resume_and_a_fail
     start = json.dumps({"op": "start", "config": config.model_dump(mode="json")})
     monitors = before = _monitors()
     with pytest.raises(Exception):                       # the first attempt dies on an operation MLflow refuses
-        apply([start, json.dumps({"op": "metrics", "rows": [["not a metric name!", 1.0, 0, 1]]})])
+        apply([start + "\n", json.dumps({"op": "metrics", "rows": [["not a metric name!", 1.0, 0, 1]]}) + "\n"])
         monitors = _monitors()                           # not reached
     assert _monitors() == before == monitors, "the system-metrics monitor outlived its writer"
-    apply([start, json.dumps({"op": "params", "params": {"steps": "3", "model.d_model": "16"}}),
-           json.dumps({"op": "finish", "status": "FINISHED"})])
+    apply([start + "\n", '{"op": "metrics", "rows": [["lo'])       # rank 0 killed mid-line: not the writer's error
+    assert _monitors() == before
+    params = {"op": "params", "params": {"steps": "3", "model.d_model": "16"}}
+    apply([line + "\n" for line in (start, json.dumps(params), json.dumps({"op": "finish", "status": "FINISHED"}))])
     run_id = json.loads((tmp_path / "checkpoints" / RUN_RECORD).read_text())["run_id"]
     assert mlflow.MlflowClient().get_run(run_id).data.params == {"steps": "3", "model.d_model": "16"}
 

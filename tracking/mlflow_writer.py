@@ -104,6 +104,8 @@ def apply(lines: Iterable[str]) -> None:
     writer = None
     try:
         for line in lines:
+            if not line.endswith("\n"):
+                return                  # cut short: rank 0 died while sending it (the training's error says why)
             operation = json.loads(line)
             name = operation.pop("op")
             if name == "start":
