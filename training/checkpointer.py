@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import torch.distributed as dist
+
 from configs.training import CheckpointSpec
 from training.checkpoint import checkpoint_folder, latest_checkpoint, load_checkpoint, save_checkpoint
 
@@ -77,4 +79,13 @@ class Checkpointer:
         return folder
 
     def latest(self) -> str | None:
-        return latest_checkpoint(self.spec.dir)
+        """The newest complete checkpoint as rank 0 sees it, the same on every rank (a collective: every rank calls
+        it at the same point). Each rank listing the folder itself could restore different steps across nodes whose
+        shared filesystem caches show one of them an older listing; a rank that cannot see rank 0's choice fails
+        loading it instead."""
+        found = latest_checkpoint(self.spec.dir) if self.rank == 0 else None
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            chosen = [found]
+            dist.broadcast_object_list(chosen, src=0)
+            found = chosen[0]
+        return found

@@ -27,6 +27,7 @@ from configs.training import TrainingConfig, load_training_config
 from tracking.params import flatten
 from tracking.run_logger import RunLogger
 from training.batch_ramp import BatchRamp, lr_factor, schedule_position
+from training.checkpoint import latest_checkpoint
 from training.checkpointer import Checkpointer, UpdateCounter
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
@@ -111,7 +112,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         loss_value, grad_norm = _forward_backward(config, env, model, data, noise, accumulation)
         if not math.isfinite(loss_value):
             raise NonFiniteLoss(f"loss is {loss_value} at step {counter.step + 1} (update attempt {counter.attempt}); "
-                                f"the last good checkpoint is {checkpointer.latest() or 'none (no step saved)'}: "
+                                f"the last good checkpoint is "
+                                f"{latest_checkpoint(config.checkpoint.dir) or 'none (no step saved)'}: "
                                 f"lower optimizer.lr or enable grad_clip, then rerun to resume from it")
         spike = config.spikes.enabled and spikes.is_spike(loss_value)
         wants_rollback = spikes.record(loss_value, spike)
