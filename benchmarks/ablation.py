@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
     from flows.ablation import ablation_flow, budget_figures
+    from tasks.evaluation.compare import rounded
     from training.plan import plan
 
     ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens)
@@ -93,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
                      for name, row in table["variants"].items()},
         "baseline": baseline,
         "full": full,
-        "difference_full_minus_raw_bpb": round(versus["difference"], 5),
-        "seed_std": round(versus["seed_std"], 5),
-        "snr": round(versus["snr"], 3),
+        "difference_full_minus_raw_bpb": rounded(versus["difference"], 5),
+        "seed_std": rounded(versus["seed_std"], 5),
+        "snr": rounded(versus["snr"], 3),
         "p_value": versus["p_value"],
         "per_domain_vs_raw": {metric: {key: (round(value, 5) if isinstance(value, float) else value)
                                        for key, value in cell.items()}
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "decontaminated_documents": {name: row["removed"].get("decontaminate", {}).get("eval_contamination", 0)
                                      for name, row in result["why"].items()},
         "goal": "the full recipe beats raw on held-out clean text by more than 2x the seed std",
-        "goal_met": versus["difference"] < 0 and versus["snr"] > 2,
+        "goal_met": versus["snr"] is not None and versus["difference"] < 0 and versus["snr"] > 2,
         "wall_seconds": round(wall, 1),
         "mlflow_run_id": result["mlflow_run_id"],
         "markdown": result["markdown"],

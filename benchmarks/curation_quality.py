@@ -51,6 +51,7 @@ PARTS = {
 
 def measure(name: str, part: Part, corpus: Path, seeds: int, tokens: int) -> dict:
     from flows.ablation import ablation_flow
+    from tasks.evaluation.compare import rounded
 
     (before, before_overrides), (after, after_overrides) = part.before, part.after
     ablation = bench_ablation(corpus, {before: before_overrides, after: after_overrides}, seeds, tokens,
@@ -62,8 +63,8 @@ def measure(name: str, part: Part, corpus: Path, seeds: int, tokens: int) -> dic
     return {"change": part.change, "variant": after, "baseline": before,
             "bpb_before": round(table[before]["metrics"]["macro"]["mean"], 5),
             "bpb_after": round(table[after]["metrics"]["macro"]["mean"], 5),
-            "seed_std": round(versus["seed_std"], 5), "difference": round(versus["difference"], 5),
-            "snr": round(versus["snr"], 3), "p_value": versus["p_value"],
+            "seed_std": rounded(versus["seed_std"], 5), "difference": rounded(versus["difference"], 5),
+            "snr": rounded(versus["snr"], 3), "p_value": versus["p_value"],
             "documents_out": {variant: result["why"][variant]["documents_out"] for variant in (before, after)},
             "seeds": len(ablation.seeds), "tokens_per_run": ablation.tokens, "verdict": result["verdict"],
             "wall_seconds": round(time.perf_counter() - started, 1), "mlflow_run_id": result["mlflow_run_id"],

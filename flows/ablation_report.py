@@ -16,7 +16,7 @@ from flows.reporting import artifact_key
 from flows.training_inputs import mixture_dataset
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png
-from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
+from tasks.evaluation.compare import RunScore, compare, rounded, table_markdown, verdict
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import RunDataset
@@ -79,12 +79,15 @@ def comparison_text(table: dict) -> str:
 
 
 def histories(parent_id: str) -> dict[str, dict[int, list[tuple[int, float]]]]:
-    """variant -> seed -> [(training tokens, macro bpb)] from the runs' metric histories."""
+    """variant -> seed -> [(training tokens, macro bpb)] from the runs' metric histories (the tokens each step had
+    trained on as the trainer logged them: under a batch ramp the updates differ in size; a run that logged no
+    `tokens`, trained before ramps, had updates of one size)."""
     client = mlflow.MlflowClient()
     curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
     for (variant, seed), run in training_runs(parent_id).items():
+        tokens = {metric.step: int(metric.value) for metric in client.get_metric_history(run.info.run_id, "tokens")}
         per_update = int(run.data.tags["sluice.tokens_per_update"])
-        points = [(metric.step * per_update, metric.value)
+        points = [(tokens.get(metric.step, metric.step * per_update), metric.value)
                   for metric in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}macro")]
         curves.setdefault(variant, {})[seed] = sorted(points)
     return curves
@@ -147,11 +150,7 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     create_table_artifact(key=f"{key}-table", table=[
         {"variant": name, **{f"{metric} bpb": round(row["metrics"][metric]["mean"], 5) for metric in table["metrics"]},
          **{f"{metric} std": round(row["metrics"][metric]["std"], 5) for metric in ("macro",)},
-         "vs baseline": _rounded(row.get("vs_baseline", {}).get("macro", {}).get("difference"), 5),
-         "snr": _rounded(row.get("vs_baseline", {}).get("macro", {}).get("snr"), 2)}
+         "vs baseline": rounded(row.get("vs_baseline", {}).get("macro", {}).get("difference"), 5),
+         "snr": rounded(row.get("vs_baseline", {}).get("macro", {}).get("snr"), 2)}
         for name, row in table["variants"].items()], description=f"ablation {ablation.name}: bits per byte")
     return {"table": table, "verdict": table["verdict"], "why": removals, "charts": charts, "markdown": markdown}
-
-
-def _rounded(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)

@@ -35,9 +35,11 @@ def can_fit(runs: list[dict]) -> bool:
     return (len(shapes) >= MIN_POINTS and len({n for n, _ in shapes}) >= 2 and len({d for _, d in shapes}) >= 2)
 
 
-def point_role(n_params: int, tokens: int, lr: float) -> dict:
-    """A sweep point's role in its sweep (`tracking.run_members`): a run trained again for it replaces the old."""
-    return {"n_params": n_params, "tokens": tokens, "lr": lr}
+def point_role(n_params: int, tokens: int, lr: float, shape: dict | None = None) -> dict:
+    """A sweep point's role in its sweep (`tracking.run_members`): a run trained again for it replaces the old.
+    `shape` (layers, width, heads) keeps apart two models of one size, such as an aspect-ratio pair: the fit takes
+    the better of them."""
+    return {"n_params": n_params, "tokens": tokens, "lr": lr} | ({"shape": shape} if shape else {})
 
 
 def _own_role(run: Run) -> dict:

@@ -129,7 +129,9 @@ def _train(sweep: SweepConfig, index: int, point: TrainingConfig, data: dict, tr
                      lambda: shape | _trained(config, stages["mixture"]))
     if found.pop("resumed"):
         logger.info("%s: already trained, skipping", name)
-    join(parent_id, found["mlflow_run_id"], point_role(shape["n_params"], shape["tokens"], shape["lr"]))
+    join(parent_id, found["mlflow_run_id"], point_role(shape["n_params"], shape["tokens"], shape["lr"],
+                                                       {key: figures["model"][key]
+                                                        for key in ("n_layers", "d_model", "n_heads")}))
     return found
 
 

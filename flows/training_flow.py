@@ -74,8 +74,8 @@ def training_flow(config: TrainingConfig) -> dict:
             last = train_on_nodes(config, config_path, this_run, logger.info)
         else:
             last = _train_here(config, config_path, logger.info)
-    except Exception:
-        _mark_failed(config)
+    except BaseException as error:      # a cancel or termination signal too: the run is never left RUNNING
+        _mark_ended(config, "FAILED" if isinstance(error, Exception) else "KILLED")
         raise
     finally:
         _RUNNING.pop(this_run, None)
@@ -92,9 +92,10 @@ def training_flow(config: TrainingConfig) -> dict:
             "doctor_findings": [finding["check"] for finding in findings], **last}
 
 
-def _mark_failed(config: TrainingConfig) -> None:
-    """The attempt's MLflow run, if the trainer got as far as starting one, FAILED rather than RUNNING for ever (a
-    rank killed by a signal never finishes it); a retry's writer sets it RUNNING again and continues it."""
+def _mark_ended(config: TrainingConfig, status: str) -> None:
+    """The attempt's MLflow run, if the trainer got as far as starting one, FAILED (or KILLED, on cancel) rather than
+    RUNNING for ever (a rank killed by a signal never finishes it); a retry's writer sets it RUNNING again and
+    continues it."""
     import mlflow
 
     record = os.path.join(config.checkpoint.dir, RUN_RECORD)
@@ -105,9 +106,9 @@ def _mark_failed(config: TrainingConfig) -> None:
     client = mlflow.MlflowClient(tracking_uri(config.mlflow.tracking_uri))
     try:
         if client.get_run(run_id).info.status == "RUNNING":
-            client.set_terminated(run_id, status="FAILED")
+            client.set_terminated(run_id, status=status)
     except mlflow.exceptions.MlflowException as error:      # the training's own error is the one to raise
-        get_run_logger().warning("could not mark MLflow run %s FAILED: %s", run_id, error)
+        get_run_logger().warning("could not mark MLflow run %s %s: %s", run_id, status, error)
 
 
 def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) -> None:

@@ -186,6 +186,10 @@ def test_matched_tokens_and_one_tokenizer(ablation_runs):
         steps = [metric.step for metric in client.get_metric_history(run.info.run_id, "loss")]
         assert max(steps) * int(run.data.tags["sluice.tokens_per_update"]) == TOKENS
     assert len({run.data.tags["sluice.tokenizer_digest"] for run in children}) == 1
+    from flows.ablation_report import histories
+
+    curves = histories(first["mlflow_run_id"])            # the charts' x axis: tokens as trained
+    assert {points[-1][0] for seeds in curves.values() for points in seeds.values()} == {TOKENS}
     import sentencepiece as spm
 
     from tasks.evaluation.suite import read_suite

@@ -15,6 +15,7 @@ from configs.ablation import load_ablation, parse_ablation
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import RecipeError
 from storage.document_shard import read_documents, write_documents
+from tasks.evaluation.charts import seed_curves
 from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict
 from tasks.evaluation.decontaminate import DecontaminateJob, decontaminate_shard
 from tasks.evaluation.ngrams import NgramSet, ngram_hashes
@@ -164,6 +165,20 @@ def test_no_winner_is_called_without_seed_noise_to_weigh_the_difference_against(
 
 def _ablation_raw() -> dict:
     return yaml.safe_load(open("configs/ablation.yaml")) | {"origin": "configs"}
+
+
+def test_seed_curves_share_one_token_axis_when_the_seeds_evaluated_at_different_tokens():
+    """Under a batch ramp each seed's evaluations fall at its own token counts: the chart interpolates every curve
+    onto the points inside the range all seeds cover, instead of keeping only the points they all share."""
+    same = {0: [(512, 3.0), (1024, 2.0)], 1: [(1024, 2.2), (512, 3.2)]}
+    points, values = seed_curves(same)
+    assert points == [512, 1024] and values.tolist() == [[3.0, 2.0], [3.2, 2.2]]
+    ramped = {0: [(256, 4.0), (768, 3.0), (1280, 2.0)], 1: [(512, 3.6), (1024, 2.6), (1536, 1.6)]}
+    points, values = seed_curves(ramped)
+    assert points == [512, 768, 1024, 1280]
+    assert np.allclose(values, [[3.5, 3.0, 2.5, 2.0], [3.6, 3.1, 2.6, 2.1]])
+    assert seed_curves({0: [(0, 1.0), (10, 0.5)], 1: [(20, 1.0), (30, 0.5)]})[0] == []
+    assert seed_curves({})[0] == []
 
 
 def test_the_shipped_ablation_file_is_valid_with_five_variants_in_dclm_order():

@@ -39,7 +39,7 @@ def members(parent_id: str, legacy: tuple[str, Callable[[Run], dict]] | None = N
     """(run, role) for every run of the parent, in any experiment. `legacy`: (kind, role of a run) for a parent
     whose runs predate membership tags: its nested runs of that `sluice.kind`."""
     client = mlflow.MlflowClient()
-    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    experiments = [experiment.experiment_id for experiment in mlflow.search_experiments()]   # all pages
     key = MEMBER_TAG + parent_id
     runs = client.search_runs(experiments, filter_string=f"tags.`{key}` LIKE '%'", max_results=10_000)
     if runs or legacy is None:

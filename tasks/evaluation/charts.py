@@ -16,13 +16,9 @@ def curves_png(histories: dict[str, dict[int, list[tuple[int, float]]]], variant
         fig = new_figure((7.5, 4.5))
         axes = fig.add_subplot()
         for index, variant in enumerate(variants):
-            seeds = histories.get(variant)
-            if not seeds:
-                continue
-            points = sorted(set.intersection(*(set(tokens for tokens, _ in curve) for curve in seeds.values())))
+            points, values = seed_curves(histories.get(variant, {}))
             if not points:
                 continue
-            values = np.array([[dict(curve)[tokens] for tokens in points] for curve in seeds.values()])
             mean, std = values.mean(axis=0), values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros(len(points))
             axes.plot(points, mean, marker="o", markersize=3, color=f"C{index}", label=f"{variant} ({len(values)} seeds)")
             axes.fill_between(points, mean - std, mean + std, color=f"C{index}", alpha=0.2)
@@ -32,6 +28,21 @@ def curves_png(histories: dict[str, dict[int, list[tuple[int, float]]]], variant
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
         return save_png(fig, path)
+
+
+def seed_curves(seeds: dict[int, list[tuple[int, float]]]) -> tuple[list[int], np.ndarray]:
+    """The seeds' curves on one token axis: every evaluation point in the range all seeds cover, each curve
+    interpolated linearly where it was not evaluated there (under a batch ramp the seeds' updates, and so their
+    evaluations, fall at different token counts). (points, seeds x points values); ([], empty) without a range."""
+    curves = [sorted(curve) for curve in seeds.values() if curve]
+    if not curves:
+        return [], np.empty((0, 0))
+    low, high = max(curve[0][0] for curve in curves), min(curve[-1][0] for curve in curves)
+    points = sorted({tokens for curve in curves for tokens, _ in curve if low <= tokens <= high})
+    if not points:
+        return [], np.empty((0, 0))
+    return points, np.array([np.interp(points, [tokens for tokens, _ in curve], [value for _, value in curve])
+                             for curve in curves])
 
 
 def domain_bars_png(table: dict, path: str) -> str:

@@ -103,3 +103,8 @@ def table_markdown(table: dict) -> str:
 
 def _number(value: float | None, spec: str) -> str:
     return "" if value is None else format(value, spec)
+
+
+def rounded(value: float | None, digits: int) -> float | None:
+    """round(), passing None through (a figure a comparison could not give)."""
+    return None if value is None else round(value, digits)
