@@ -40,9 +40,13 @@ def budget_parser(description: str, tokens: int, out: Path) -> argparse.Argument
     return parser
 
 
-def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench"):
+SENTENCEPIECE_DEFAULTS = {"normalization": "nmt_nfkc", "remove_extra_whitespaces": True}   # lossy: see docs/experiment.md
+
+
+def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench",
+                   tokenizer: dict | None = None):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
-    baseline), seeds and tokens."""
+    baseline), seeds and tokens; `tokenizer`: settings over the shipped file's."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
@@ -51,7 +55,7 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
              "input": {"paths": [str(corpus / "warc")], "source": "cc-sluice-bench"}}
     raw |= {"name": name, "base": base, "origin": str(ROOT), "variants": variants, "baseline": next(iter(variants)),
             "seeds": list(range(seeds)), "tokens": tokens,
-            "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
+            "tokenizer": raw["tokenizer"] | {"vocab_size": 4096} | (tokenizer or {}),
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
     raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
                      "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 32}}
@@ -62,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = budget_parser(__doc__.split("\n")[0], 1 << 20, RESULTS / "ablation.json")
     parser.add_argument("--variants", default="raw,+classifier", help="comma-separated, from configs/ablation.yaml")
+    parser.add_argument("--sentencepiece-defaults", action="store_true", help=(
+        "the shared tokenizer with SentencePiece's lossy defaults (nmt_nfkc, whitespace collapsed), as the "
+        "ablation had before it was made lossless"))
     args = parser.parse_args(argv)
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
@@ -69,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.evaluation.compare import rounded
     from training.plan import plan
 
-    ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens)
+    ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens,
+                              tokenizer=SENTENCEPIECE_DEFAULTS if args.sentencepiece_defaults else None)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
@@ -85,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": len(ablation.seeds),
         "seed_controls": ablation.seed_controls,
         "tokens_per_run": ablation.tokens,
+        "tokenizer": ablation.tokenizer.model_dump(include={"vocab_size", "normalization", "remove_extra_whitespaces"}),
         "variants": {name: {"bpb": {metric: {"mean": round(cell["mean"], 5), "std": round(cell["std"], 5)}
                                     for metric, cell in row["metrics"].items()},
                             "epochs": result["why"][name]["epochs"], "tokens": ablation.tokens,
