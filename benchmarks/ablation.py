@@ -44,9 +44,10 @@ SENTENCEPIECE_DEFAULTS = {"normalization": "nmt_nfkc", "remove_extra_whitespaces
 
 
 def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench",
-                   tokenizer: dict | None = None):
+                   tokenizer: dict | None = None, seed_controls: list[str] | None = None):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
-    baseline), seeds and tokens; `tokenizer`: settings over the shipped file's."""
+    baseline), seeds and tokens; `tokenizer`: settings over the shipped file's; `seed_controls`: what a seed sets,
+    if not the shipped file's."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
@@ -54,7 +55,7 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
     base |= {"name": "bench", "store": str(WORK / "ablation-store"),
              "input": {"paths": [str(corpus / "warc")], "source": "cc-sluice-bench"}}
     raw |= {"name": name, "base": base, "origin": str(ROOT), "variants": variants, "baseline": next(iter(variants)),
-            "seeds": list(range(seeds)), "tokens": tokens,
+            "seeds": list(range(seeds)), "tokens": tokens, "seed_controls": seed_controls or raw["seed_controls"],
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096} | (tokenizer or {}),
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
     raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentencepiece-defaults", action="store_true", help=(
         "the shared tokenizer with SentencePiece's lossy defaults (nmt_nfkc, whitespace collapsed), as the "
         "ablation had before it was made lossless"))
+    parser.add_argument("--seed-controls", help="comma-separated: what a run's seed sets (default: the shipped "
+                                                  "file's init,data_order,mixture_draw)")
     args = parser.parse_args(argv)
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
@@ -77,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     from training.plan import plan
 
     ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens,
-                              tokenizer=SENTENCEPIECE_DEFAULTS if args.sentencepiece_defaults else None)
+                              tokenizer=SENTENCEPIECE_DEFAULTS if args.sentencepiece_defaults else None,
+                              seed_controls=args.seed_controls.split(",") if args.seed_controls else None)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
