@@ -129,10 +129,6 @@ def follow_file(path: str, finished: Callable[[], bool], poll_s: float = 0.5) ->
         time.sleep(poll_s)
 
 
-def _all_succeeded(futures: list) -> bool:
-    return all(future.status == "finished" and future.result() == 0 for future in futures)
-
-
 def _wait_quietly(futures: list, timeout_s: float) -> None:
     """Until every node task has returned (a lost node's never does: it is given up after `timeout_s`)."""
     from distributed import wait
@@ -190,7 +186,7 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
                 timer.cancel()
             stop.set()                # every node's torchrun is gone before this returns or raises
             _wait_quietly(futures, timeout_s=20)
-    if timed_out.is_set() and not _all_succeeded(futures):     # a timer firing as the training ended stopped nothing
+    if timed_out.is_set() and watch.failed:       # a timer firing as the training ended stopped no node
         raise RuntimeError(f"the training was stopped on every node after timeout_s = {config.timeout_s:g} s; a rerun "
                            f"resumes from the latest checkpoint in {checkpoint_dir}")
     if watch.failed:

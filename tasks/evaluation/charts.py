@@ -35,9 +35,8 @@ def seed_curves(seeds: dict[int, list[tuple[int, float]]]) -> tuple[list[int], n
     interpolated linearly where it was not evaluated there (under a batch ramp the seeds' updates, and so their
     evaluations, fall at different token counts). (points, seeds x points values); ([], empty) without a range."""
     curves = [sorted(curve) for curve in seeds.values() if curve]
-    if not curves:
-        return [], np.empty((0, 0))
-    low, high = max(curve[0][0] for curve in curves), min(curve[-1][0] for curve in curves)
+    low = max((curve[0][0] for curve in curves), default=0)
+    high = min((curve[-1][0] for curve in curves), default=-1)
     points = sorted({tokens for curve in curves for tokens, _ in curve if low <= tokens <= high})
     if not points:
         return [], np.empty((0, 0))
