@@ -8,7 +8,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from storage.parquet import write_table
-from tasks.dedup.components import label_components, labels_after
+from tasks.dedup.components import label_components, labels_after, scatter_edges
 from tasks.dedup.exact import URL_LOSER_SCHEMA
 from tasks.dedup.features import DOC_BITS
 from tasks.dedup.groups import EDGE_SCHEMA
@@ -52,6 +52,8 @@ def expected_labels(edges: list[tuple[int, int]], losers: list[tuple[int, int]])
 
 
 def propagated_labels(work: str, buckets: int) -> tuple[dict[int, int], int]:
+    for bucket in range(buckets):      # as the edges step does for each bucket it writes
+        scatter_edges(work, buckets, bucket)
     last = label_components(work, buckets)
     tables = [labels_after(work, last, bucket) for bucket in range(buckets)]
     labels = {d: label for table in tables for d, label in zip(table.column("doc").to_pylist(),

@@ -1,8 +1,10 @@
 """Connected components of the duplicate graph by hash bucket, so that no process holds the graph: min-label
 propagation. A document's component is named by the smallest document number connected to it.
 
-Each function below does one bucket; `component_members` runs them all through `fan_out` (as plain Dask tasks
-when called inside a Prefect task on Dask, in a loop otherwise). Files under `<work>/components/`:
+Each function below does one bucket. The edges step calls `scatter_edges` for its bucket once the bucket's edges
+are written (so the adjacency shuffle costs no pass of its own); `component_members` runs the rest through
+`fan_out` (as plain Dask tasks when called inside a Prefect task on Dask, in a loop otherwise). Files under
+`<work>/components/`:
 
 - `adjacency/b<v>/e<e>.parquet`: every edge of edge bucket `e`, both ways, split by the bucket of its source
   (a URL loser and its winner are there as edges to themselves, so that they are documents of the graph);
@@ -97,8 +99,8 @@ def gather_members(work: str, parts: list[str], buckets: int, last_round: int, b
 
 
 def label_components(work: str, buckets: int) -> int:
-    """Propagate labels until none changes; returns the last round (its labels are final)."""
-    fan_out(functools.partial(scatter_edges, work, buckets), range(buckets))
+    """Propagate labels over the scattered edges (`scatter_edges`, every edge bucket) until none changes; returns
+    the last round (its labels are final)."""
     round_ = 0
     while sum(fan_out(functools.partial(propagate, work, buckets, round_), range(buckets))):
         round_ += 1

@@ -8,6 +8,7 @@ import os
 from configs.dedup import DedupConfig
 from tasks.dedup.apply import ApplyJob, apply_decisions
 from tasks.dedup.clusters import cluster_decisions
+from tasks.dedup.components import scatter_edges
 from tasks.dedup.exact import exact_edges, url_losers
 from tasks.dedup.features import compute_features, part_name
 from tasks.dedup.lsh import verified_edges
@@ -26,6 +27,7 @@ def dedup_shards(shard_urls: list[str], out_dir: str, config: DedupConfig) -> di
         exact_edges(work, bucket, parts, config.exact.enabled)
         url_losers(work, bucket, parts, config.url.enabled)
         verified_edges(work, bucket, parts, config.minhash)
+        scatter_edges(work, config.buckets, bucket)
     clusters = cluster_decisions(work, parts, shard_urls, config)
     if config.paragraphs.enabled:
         for bucket in range(config.buckets):

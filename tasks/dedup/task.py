@@ -13,6 +13,7 @@ from prefect import task
 from configs.dedup import DedupConfig
 from tasks.dedup.apply import ApplyJob, apply_decisions
 from tasks.dedup.clusters import cluster_decisions
+from tasks.dedup.components import scatter_edges
 from tasks.dedup.exact import exact_edges, url_losers
 from tasks.dedup.features import compute_features
 from tasks.dedup.lsh import verified_edges
@@ -43,10 +44,13 @@ def features_task(job: tuple[str, str], work: str, config: DedupConfig) -> dict:
 
 
 def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) -> dict:
-    """Exact, URL and verified near-duplicate relations among the documents whose keys fall in `bucket`."""
+    """Exact, URL and verified near-duplicate relations among the documents whose keys fall in `bucket`, scattered
+    into the components' adjacency shuffle."""
     def compute() -> dict:
-        return {"bucket": bucket} | exact_edges(work, bucket, parts, config.exact.enabled) \
+        found = {"bucket": bucket} | exact_edges(work, bucket, parts, config.exact.enabled) \
             | url_losers(work, bucket, parts, config.url.enabled) | verified_edges(work, bucket, parts, config.minhash)
+        scatter_edges(work, config.buckets, bucket)
+        return found
     return run_once(_record(work, "edges", bucket), _measured(compute))
 
 
