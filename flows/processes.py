@@ -26,7 +26,8 @@ def kill_process_group(pgid: int, grace_s: float = 10.0, reap: Callable[[], obje
     What the group started in sessions of its own (torchrun starts every rank so) is found among the leader's
     descendants before the first signal and is signalled alike: a rank still running when torchrun is SIGKILLed
     after the grace period is not left behind as an orphan. (A torchrun killed from outside, before this is called,
-    leaves its ranks re-parented away from it, where this cannot find them.)"""
+    leaves its ranks re-parented away from it, where this cannot find them: each rank dies with its torchrun
+    instead, `training.launcher_death`.)"""
     strays = _descendants_outside(pgid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not _signal(pgid, strays, sig):

@@ -1,11 +1,13 @@
 """Stopping a child's process group stops what it started in sessions of their own too, as torchrun starts its
-ranks: a rank still running when its launcher is SIGKILLed is not left behind."""
+ranks: a rank still running when its launcher is SIGKILLed is not left behind; and a torchrun killed from outside
+takes its ranks with it."""
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 
@@ -46,3 +48,44 @@ def test_a_rank_in_a_session_of_its_own_goes_with_its_launchers_group():
             os.kill(rank, signal.SIGKILL)
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
+
+
+# a rank that asks to die with its launcher, then waits; its line in one write (torchrun runs ranks unbuffered, where
+# print writes each piece apart and two ranks' lines could interleave)
+RANK = """
+import os, time
+from training.launcher_death import die_with_launcher
+die_with_launcher()
+os.write(1, f"rank {os.getpid()}\\n".encode())
+time.sleep(600)
+"""
+
+
+def test_ranks_die_with_a_torchrun_killed_from_outside(tmp_path):
+    """torchrun SIGKILLed alone (as the OOM killer does), not its group: its two ranks, each in a session of its
+    own, still go."""
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    launcher = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                                 "2", str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    ranks: list[int] = []
+    try:
+        while len(ranks) < 2:
+            line = launcher.stdout.readline()
+            assert line, "torchrun ended before its ranks started"
+            if line.startswith("rank "):
+                ranks.append(int(line.split()[1]))
+        assert all(os.getsid(rank) != os.getsid(launcher.pid) for rank in ranks)
+        launcher.kill()
+        launcher.wait()
+        deadline = time.monotonic() + 10
+        while any(_running(rank) for rank in ranks) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_running(rank) for rank in ranks), "a rank outlived its torchrun"
+    finally:
+        for rank in ranks:
+            if _running(rank):
+                os.kill(rank, signal.SIGKILL)
+        if launcher.poll() is None:
+            launcher.kill()

@@ -34,6 +34,7 @@ from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite,
 from training.model import Transformer
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.faults import BadBatches, LabelShift
+from training.launcher_death import die_with_launcher
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, learning_rate, set_learning_rate
 from training.parallel import all_reduce_mean, full_norm, init_distributed, shard_model
@@ -227,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--stop-after", type=int, help="stop after this step (tests: an interrupted run)")
     args = parser.parse_args(argv)
+    die_with_launcher()
     train(load_training_config(args.config), args.stop_after)
     # Interpreter shutdown runs full garbage collections over every object torch, MLflow and pydantic made: about
     # 2 s per rank at the end of every run. The run is over and its files are closed, so exempt them.
