@@ -96,8 +96,7 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     attempt.join(timeout=120)
     assert not attempt.is_alive() and failure, "the run did not fail"
     assert f"node 1 ({nodes[1]})" in str(failure[0]), failure[0]
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "training.train" in " ".join(p.info["cmdline"] or [])
-                and config.checkpoint.dir in " ".join(p.info["cmdline"] or [])], "a trainer was left running"
+    assert not _trainers_left(config.checkpoint.dir), "a trainer was left running"
     with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
         run_id = json.load(handle)["run_id"]
     assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"     # not RUNNING for ever
@@ -107,6 +106,30 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     assert resumed["step"] == 40 and resumed["mlflow_run_id"] == run_id
     assert mlflow.MlflowClient().get_run(run_id).info.status == "FINISHED"
     assert [r["event"] for r in _records(config.checkpoint.dir) if r.get("event") == "resumed"] == ["resumed"]
+
+
+def _trainers_left(checkpoint_dir: str) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if "training.train" in " ".join(p.info["cmdline"] or [])
+            and checkpoint_dir in " ".join(p.info["cmdline"] or [])]
+
+
+def test_a_training_on_nodes_past_its_timeout_fails_saying_so_and_stops_every_node(byte_shards, tmp_path,
+                                                                                   trainer_cluster):
+    """The timer stops every node's torchrun; the error names the timeout (not the nodes' exit codes), no trainer
+    is left on either node, and the MLflow run rank 0 started is FAILED."""
+    from configs.training import TrainingConfig
+    from flows.training_flow import training_flow
+
+    address, _ = trainer_cluster
+    on_nodes = _on_nodes(_edit(_config(tmp_path, byte_shards, "nodes-slow"), steps=100_000), address)
+    config = TrainingConfig.model_validate(on_nodes.model_dump() | {"timeout_s": 20})
+    with pytest.raises(RuntimeError, match=r"stopped on every node after timeout_s = 20 s; a rerun resumes"):
+        training_flow.with_options(retries=0)(config)
+    assert not _trainers_left(config.checkpoint.dir), "a trainer was left running"
+    assert [r for r in _records(config.checkpoint.dir) if "loss" in r], "the nodes had not started training"
+    with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
+        run_id = json.load(handle)["run_id"]
+    assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"
 
 
 def test_nodes_split_the_ranks_evenly_and_need_a_scheduler_with_trainer_workers(monkeypatch, trainer_cluster):
