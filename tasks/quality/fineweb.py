@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tasks.quality.gopher import duplicates
-from tasks.quality.words import sentence_terminals
+from tasks.quality.words import ends_in_sentence_terminal
 
 SHORT_LINE_CHARS = 30   # FineWeb's "short line": at most 30 characters
 
@@ -15,9 +15,8 @@ def fineweb_attributes(text: str, words: list[str]) -> dict:
     if not lines:
         return {"fineweb_line_punct_ratio": None, "fineweb_short_line_ratio": None,
                 "fineweb_dup_line_char_ratio": None, "fineweb_newline_ratio": None}
-    terminals = sentence_terminals()
     return {
-        "fineweb_line_punct_ratio": sum(line.endswith(terminals) for line in lines) / len(lines),
+        "fineweb_line_punct_ratio": sum(ends_in_sentence_terminal(line) for line in lines) / len(lines),
         "fineweb_short_line_ratio": sum(len(line) <= SHORT_LINE_CHARS for line in lines) / len(lines),
         "fineweb_dup_line_char_ratio": duplicates(lines)[1] / max(len(text) - text.count("\n"), 1),
         "fineweb_newline_ratio": text.count("\n") / max(len(words), 1),
