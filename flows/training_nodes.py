@@ -56,9 +56,17 @@ def dask_address(config: TrainingConfig) -> str:
     return address
 
 
+def cluster_workers(client) -> dict[str, dict]:
+    """Every worker the scheduler knows, by address, asked of the scheduler now. Not `client.scheduler_info()`:
+    it returns the client's cached identity, which its periodic refresh overwrites with one that lists no worker,
+    and a poll that met that refresh read every node as gone ("node 0 ... left the Dask cluster; node 1 ..." at
+    the end of a healthy training, 1 run in ~20)."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def trainer_workers(client, nodes: int) -> list[str]:
     """The first `nodes` workers (by address) that offer the trainer resource; node 0 hosts the rendezvous."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = cluster_workers(client)
     offering = sorted(address for address, worker in workers.items()
                       if worker.get("resources", {}).get(TRAINER_RESOURCE, 0) >= 1)
     if len(offering) < nodes:
@@ -92,7 +100,7 @@ class NodeWatch:
         self.first_failure: float | None = None
 
     def finished(self) -> bool:
-        present = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        present = set(cluster_workers(self.client))
         for rank, (future, worker) in enumerate(zip(self.futures, self.workers)):
             if rank in self.failed:
                 continue
