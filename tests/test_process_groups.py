@@ -8,10 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
 from flows.processes import kill_process_group
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # a launcher slow to stop (it ignores SIGTERM, as torchrun waits on its ranks) with a "rank" in its own session
 # that ignores SIGTERM too
@@ -66,7 +69,7 @@ def test_ranks_die_with_a_torchrun_killed_from_outside(tmp_path):
     own, still go."""
     script = tmp_path / "rank.py"
     script.write_text(RANK)
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
     launcher = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
                                  "2", str(script)], stdout=subprocess.PIPE, text=True, env=env)
     ranks: list[int] = []

@@ -72,6 +72,7 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     """Node 1's machine dies (its worker and its torchrun, killed) after a checkpoint: the run fails naming node 1,
     node 0's trainer is stopped, and a rerun on the restarted worker resumes from the checkpoint."""
     from flows.training_flow import training_flow
+    from flows.training_nodes import cluster_workers
 
     address, client = trainer_cluster
     config = _on_nodes(_edit(_config(tmp_path, byte_shards, "lost"), steps=40, checkpoint__every=2), address)
@@ -89,7 +90,7 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     while not glob.glob(f"{config.checkpoint.dir}/step-*/complete"):
         assert attempt.is_alive() and time.monotonic() < deadline, failure
         time.sleep(0.2)
-    nodes = sorted(address for address, worker in client.scheduler_info(n_workers=-1)["workers"].items())
+    nodes = sorted(cluster_workers(client))
     node1 = psutil.Process(client.run(os.getpid, workers=[nodes[1]])[nodes[1]])
     for process in [*node1.children(recursive=True), node1]:        # the whole machine goes at once
         process.send_signal(signal.SIGKILL)
