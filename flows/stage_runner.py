@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from configs.schema import Recipe
 from flows.reporting import StageReport, publish_stage_report
 from flows.step_progress import StepProgress
+from flows.ui_writes import ui_writes_sent
 from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
@@ -92,8 +93,11 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 
     context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
     started = time.perf_counter()
-    with calls_on(_dask_client()) as calls:
-        output = produce(context)
+    try:
+        with calls_on(_dask_client()) as calls:
+            output = produce(context)
+    finally:
+        ui_writes_sent()     # the steps' progress bars, sent in the background; none outlives the stage
     wall = round(time.perf_counter() - started, 3)
     call_seconds, longest = round(calls.seconds, 3), round(calls.longest, 3)
     slots = task_slots()

@@ -2,8 +2,9 @@
 logs, and a Prefect progress artifact on the step's task run (the UI's bar). The logs and the artifact move at
 every tenth of the step and at most every few seconds otherwise, so a step of thousands of calls costs the API
 tens of requests, not thousands; and at most once a second before the last call, so a sub-second step costs two
-(start and end): each update waits on the API, whose work shares the cores with the step's calls (8 updates took
-9% of a 0.9 s tokenize step on 2 workers, benchmarks/README)."""
+(start and end): the API's work shares the cores with the step's calls (8 updates took 9% of a 0.9 s tokenize step
+on 2 workers, benchmarks/README). The artifact's writes go through `flows.ui_writes`, so the step does not wait
+for them."""
 from __future__ import annotations
 
 import logging
@@ -12,6 +13,7 @@ import time
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from flows.console import Progress
+from flows.ui_writes import send_later
 
 REPORT_EVERY_SECONDS = 5.0          # the longest wait between reports while calls finish
 REPORT_AT_MOST_EVERY_SECONDS = 1.0  # the shortest, but for the last call's
@@ -21,7 +23,8 @@ class StepProgress:
     def __init__(self, label: str, total: int, logger: logging.Logger | logging.LoggerAdapter):
         self.label, self.total, self.logger = label, total, logger
         self.console = Progress(label, total)
-        self.artifact_id = create_progress_artifact(0.0, description=f"{label}: {total} calls") if total else None
+        self.artifact = send_later(lambda: create_progress_artifact(0.0, description=f"{label}: {total} calls")) \
+            if total else None
         self.reported_at, self.reported_tenth = time.monotonic(), 0
 
     def update(self, done: int) -> None:
@@ -32,4 +35,5 @@ class StepProgress:
             return
         self.reported_at, self.reported_tenth = time.monotonic(), tenth
         self.logger.info("%s: %d/%d done", self.label, done, self.total)
-        update_progress_artifact(self.artifact_id, 100.0 * done / self.total)
+        share = 100.0 * done / self.total
+        send_later(lambda: update_progress_artifact(self.artifact.result(), share))   # the creation is sent first
