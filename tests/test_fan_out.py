@@ -8,7 +8,7 @@ from functools import partial
 
 import pytest
 
-from tasks.fan_out import calls_on, completed, fan_out, in_background
+from tasks.fan_out import calls_on, completed, fan_out, in_background, per_thread
 
 
 def _worker_name(pause: float) -> str:
@@ -77,3 +77,14 @@ def test_with_sizes_the_largest_calls_start_first_and_results_keep_their_place(p
     with calls_on(None):
         starts = fan_out(_started, pauses)
     assert starts == sorted(starts)                    # no sizes: in item order
+
+
+def test_per_thread_gives_each_worker_thread_one_call_and_all_to_one_without_a_cluster():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as client, calls_on(client):
+        assert [per_thread(items) for items in (0, 1, 7, 8, 9)] == [1, 1, 4, 4, 5]
+        assert fan_out(str, range(8), per_thread(8)) == [str(item) for item in range(8)]
+    with calls_on(None):
+        assert per_thread(8) == 8

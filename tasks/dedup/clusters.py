@@ -22,7 +22,7 @@ from tasks.dedup.components import component_members, read_members
 from tasks.dedup.features import part_of, row_of
 from tasks.dedup.groups import runs
 from tasks.dedup.ranking import rank_key
-from tasks.fan_out import fan_out
+from tasks.fan_out import fan_out, per_thread
 
 DECISION_SCHEMA = pa.schema([("doc", pa.int64()), ("kept", pa.bool_()), ("reason", pa.string()),
                              ("dup_cluster", pa.string()), ("dup_cluster_size", pa.int64())])
@@ -34,7 +34,8 @@ SHOWN_MEMBERS = 4          # members of an example cluster whose text is shown
 def cluster_decisions(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
     """Components, then decisions per label bucket; returns the clusters' counts and a few examples to read."""
     rounds = component_members(work, parts, config.buckets)
-    decided = fan_out(functools.partial(decide_bucket, work, parts, config), range(config.buckets))
+    decided = fan_out(functools.partial(decide_bucket, work, parts, config), range(config.buckets),
+                      per_thread(config.buckets))
     removed, sizes = Counter(), Counter()
     for result in decided:
         removed.update(result["removed"])

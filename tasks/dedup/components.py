@@ -3,8 +3,8 @@ propagation. A document's component is named by the smallest document number con
 
 Each function below does one bucket. The edges step calls `scatter_edges` for its bucket once the bucket's edges
 are written (so the adjacency shuffle costs no pass of its own); `component_members` runs the rest through
-`fan_out` (as plain Dask tasks when called inside a Prefect task on Dask, in a loop otherwise). Files under
-`<work>/components/`:
+`fan_out` (as plain Dask tasks when called inside a Prefect task on Dask, in a loop otherwise), one call per worker
+thread and pass. Files under `<work>/components/`:
 
 - `adjacency/b<v>/e<e>.parquet`: every edge of edge bucket `e`, both ways, split by the bucket of its source
   (a URL loser and its winner are there as edges to themselves, so that they are documents of the graph);
@@ -30,7 +30,7 @@ from tasks.dedup.exact import URL_LOSER_SCHEMA
 from tasks.dedup.features import KEY_SCHEMA
 from tasks.dedup.groups import runs
 from tasks.dedup.shuffle import read_bucket, write_buckets
-from tasks.fan_out import fan_out
+from tasks.fan_out import fan_out, per_thread
 
 ADJACENCY_SCHEMA = pa.schema([("doc", pa.int64()), ("neighbour", pa.int64())])
 LABEL_SCHEMA = pa.schema([("doc", pa.int64()), ("label", pa.int64())])
@@ -102,7 +102,7 @@ def label_components(work: str, buckets: int) -> int:
     """Propagate labels over the scattered edges (`scatter_edges`, every edge bucket) until none changes; returns
     the last round (its labels are final)."""
     round_ = 0
-    while sum(fan_out(functools.partial(propagate, work, buckets, round_), range(buckets))):
+    while sum(fan_out(functools.partial(propagate, work, buckets, round_), range(buckets), per_thread(buckets))):
         round_ += 1
     return round_
 
@@ -111,7 +111,7 @@ def component_members(work: str, parts: list[str], buckets: int) -> int:
     """Label the components, then shuffle their documents by label: afterwards bucket `l` of the members shuffle
     holds every document of the components whose label falls in `l`. Returns the rounds it took."""
     last_round = label_components(work, buckets)
-    fan_out(functools.partial(gather_members, work, parts, buckets, last_round), range(buckets))
+    fan_out(functools.partial(gather_members, work, parts, buckets, last_round), range(buckets), per_thread(buckets))
     return last_round + 1
 
 
