@@ -79,7 +79,8 @@ def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int)
 
     from configs.training import TrainingConfig
     from training.model import Transformer
-    from training.optim import build_optimizer, learning_rate
+    from training.lr_schedule import learning_rate
+    from training.optim import build_optimizer
     from training.plan import model_config
     from training.sequences import TokenSequences
     from training.train import loss_function

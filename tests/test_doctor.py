@@ -11,7 +11,7 @@ import pytest
 from configs.training import OptimizerSpec
 from training.doctor import RunHistory, diagnose, report_text
 from training.doctor_drills import FAULTS, inject
-from training.optim import learning_rate
+from training.lr_schedule import learning_rate
 
 STEPS, VOCAB, EVERY = 200, 4000, 20
 OPTIMIZER = OptimizerSpec(lr=3e-3, warmup_steps=10, min_lr_ratio=0.1)

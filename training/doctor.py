@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from configs.training import OptimizerSpec
 from training.batch_ramp import lr_factor, schedule_position
-from training.optim import learning_rate
+from training.lr_schedule import learning_rate
 
 SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC = "spike_loss", "rollback_to", "resumed_at"
 

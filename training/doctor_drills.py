@@ -8,7 +8,7 @@ import math
 
 from configs.training import OptimizerSpec
 from training.doctor import RESUME_METRIC, SPIKE_METRIC, RunHistory
-from training.optim import learning_rate
+from training.lr_schedule import learning_rate
 
 MIN_STEPS = 40          # every check has enough points (throughput 10, gradient norm 20, noise scale 4)
 

@@ -1,7 +1,6 @@
-"""AdamW with decay only on matrices of linear layers, and the learning-rate schedule."""
+"""AdamW with decay only on matrices of linear layers, and setting its learning rate (the schedule is
+`training.lr_schedule`)."""
 from __future__ import annotations
-
-import math
 
 import torch
 
@@ -26,12 +25,3 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, rate: float) -> None:
     a checkpoint written before groups had one)."""
     for group in optimizer.param_groups:
         group["lr"] = rate * group.get("lr_scale", 1.0)
-
-
-def learning_rate(step: int, total_steps: int, spec: OptimizerSpec) -> float:
-    """Linear warmup to `lr` over `warmup_steps`, then cosine down to `lr * min_lr_ratio` at the last step."""
-    if step < spec.warmup_steps:
-        return spec.lr * (step + 1) / spec.warmup_steps
-    progress = (step - spec.warmup_steps) / max(1, total_steps - spec.warmup_steps)
-    floor = spec.lr * spec.min_lr_ratio
-    return floor + (spec.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))

@@ -36,8 +36,9 @@ from training.model import Transformer
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.faults import BadBatches, LabelShift
 from training.launcher_death import die_with_launcher
+from training.lr_schedule import learning_rate
 from training.noise_scale import NoiseProbe
-from training.optim import build_optimizer, learning_rate, set_learning_rate
+from training.optim import build_optimizer, set_learning_rate
 from training.parallel import all_reduce_mean, full_norm, init_distributed, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
