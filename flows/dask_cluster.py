@@ -25,9 +25,10 @@ WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",   # 
                      "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON": "{'MALLOC_TRIM_THRESHOLD_': None}"}
 # pyarrow imports pandas (~0.25 s) the first time a worker builds an array from a list, which every stage's first
 # call on each worker did: dedup's features calls took 0.65 s first against 0.33 s after on 2 workers.
-WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "tasks.tokenize.task",
-                  "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task", "matplotlib.figure",
-                  "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
+# datasketch is imported where the signatures are computed (tasks/dedup/minhash.py), so named here.
+WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "datasketch",
+                  "tasks.tokenize.task", "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task",
+                  "matplotlib.figure", "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
 # The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a
 # worker of one thread, so a call could wait behind a long one (a chart, a large shard) while another worker sat
 # idle until work stealing moved it: seen as 0.3 s idle in the dedup stage. Calls here last 0.05-2 s, so the

@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from datasketch import MinHash
 from numpy.lib.stride_tricks import sliding_window_view
 
 from configs.dedup import MinHashConfig
@@ -55,6 +54,10 @@ def shingle_hashes(tokens: np.ndarray, ngram: int) -> np.ndarray:
 
 def signatures(shingle_sets: list[np.ndarray], num_perm: int, seed: int) -> np.ndarray:
     """(documents, num_perm) uint32 MinHash values; a document without shingles gets an all-max row."""
+    # imported here: the package's import pulls in its LSH and scipy (~0.5 s), which the flow process, importing
+    # the dedup stage to send its calls, does not need; the workers preload it (flows/dask_cluster.py)
+    from datasketch import MinHash
+
     matrix = np.full((len(shingle_sets), num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
     present = [index for index, hashes in enumerate(shingle_sets) if hashes.size]
     batches = (shingle_sets[index].tolist() for index in present)
