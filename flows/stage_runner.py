@@ -24,7 +24,7 @@ from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
-from tasks.fan_out import calls_on, completed
+from tasks.fan_out import calls_on, cluster_threads, completed
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats, orchestration_share, overhead_share
 
@@ -121,7 +121,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 def task_slots() -> int | None:
     """Threads of the Dask cluster the stage's tasks ran on (None when its task runner is not Dask's)."""
     client = _dask_client()
-    return (sum(client.nthreads().values()) or None) if client is not None else None
+    return (cluster_threads(client) or None) if client is not None else None
 
 
 def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,

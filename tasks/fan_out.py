@@ -67,8 +67,13 @@ def per_thread(items: int) -> int:
     cluster): for a pass of equal calls of a few milliseconds each, where a call's round trip through the scheduler
     costs about what its work does (dedup's clustering passes over 8 buckets: ~20 ms calls)."""
     calls = _CALLS.get() or StepCalls()
-    threads = sum(calls.client.nthreads().values()) if calls.client is not None else 1
+    threads = cluster_threads(calls.client) if calls.client is not None else 1
     return max(1, -(-items // max(1, threads)))
+
+
+def cluster_threads(client) -> int:
+    """The worker threads of a Dask client's cluster."""
+    return sum(client.nthreads().values())
 
 
 def completed(function: Callable[..., Result], items: Iterable, per_call: int = 1,
