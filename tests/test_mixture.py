@@ -10,6 +10,7 @@ from storage.document_shard import DOCUMENT_SCHEMA, write_documents
 from storage.token_shard import TokenShard, TokenShardWriter
 from tasks.mixture.mix import mix
 from tasks.mixture.placement import parts_for, shards_at_most
+from tasks.mixture.selection import BINS, FILL_WINDOW, ShardCount, plan_draws
 
 VOCAB = 5000
 
@@ -67,6 +68,35 @@ def test_a_source_is_repeated_up_to_its_cap(tmp_path):
     assert len(drawn) > len(set(drawn))                      # repeats, each a whole document
     with pytest.raises(ValueError, match=r"needs .* tokens .* at most 2.0 epochs"):
         mix(write(tmp_path / "b", docs, 2), str(tmp_path / "out-b"), VOCAB, two_sources(400_000))
+
+
+def test_the_cut_and_the_fill_window_are_those_of_the_dense_bins():
+    """The plan sums only the occupied bins; its cut and window are those their definitions give on all 2^20 bins:
+    the cut is the last boundary with at most the target's remainder below it, the window ends at the first boundary
+    with FILL_WINDOW more documents below it (bins at both ends, empty bins and documents of no tokens included)."""
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        counts = []
+        for _ in range(3):
+            bins = np.unique(np.concatenate([rng.integers(0, 64, 20), rng.integers(0, BINS, 300), [0, BINS - 1]]))
+            documents = rng.integers(1, 3, bins.size)
+            tokens = documents * rng.integers(1, 50, bins.size) * (rng.random(bins.size) > 0.2)     # a fifth of none
+            counts.append(ShardCount([bins], [tokens], [documents], 0, 0))
+        tokens, documents = np.zeros(BINS + 1, np.int64), np.zeros(BINS + 1, np.int64)
+        for count in counts:
+            np.add.at(tokens, count.bins[0] + 1, count.tokens[0])
+            np.add.at(documents, count.bins[0] + 1, count.documents[0])
+        below_tokens, below_documents = np.cumsum(tokens), np.cumsum(documents)       # in the bins below each boundary
+        # half the budgets fall on a boundary, where the cut must take the last of the boundaries of equal tokens
+        budget = int(rng.choice(below_tokens)) if trial % 2 else int(rng.integers(0, 2 * below_tokens[-1]))
+        config = MixtureConfig(token_budget=budget, sources=[{"name": "all", "where": {"lang": ["en"]}, "weight": 1,
+                                                               "max_epochs": 3}])
+        (draw,) = plan_draws(counts, config)
+        remaining = budget % below_tokens[-1]
+        assert draw.cut == np.flatnonzero(below_tokens <= remaining).max()
+        assert (draw.cut_tokens, draw.cut_documents) == (below_tokens[draw.cut], below_documents[draw.cut])
+        assert draw.window_end == min(BINS, np.flatnonzero(below_documents >= draw.cut_documents + FILL_WINDOW).min(
+            initial=BINS))
 
 
 def test_a_source_without_documents_is_an_error(tmp_path):
