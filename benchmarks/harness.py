@@ -251,9 +251,10 @@ def now() -> str:
     return dt.datetime.now().isoformat(timespec="minutes")
 
 
-def write_result(path: Path, result: dict, script: str, argv: list[str]) -> None:
-    """The result file: the command that produced it and the date first, then the figures, then the machine."""
-    document = {"command": command_line(script, argv), "date": now(), **result, "machine": machine_info()}
+def write_result(path: Path, result: dict, script: str, argv: list[str], machine: dict | None = None) -> None:
+    """The result file: the command that produced it and the date first, then the figures, then the machine (this
+    one, unless the figures were measured elsewhere and `machine` says where)."""
+    document = {"command": command_line(script, argv), "date": now(), **result, "machine": machine or machine_info()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     log(f"wrote {path}")

@@ -44,7 +44,8 @@ def run_child_flow(args) -> int:
     """(In a child.) The data stages over the given corpora; prints each stage's figures."""
     from flows.curation import curation_flow
 
-    recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", {"train": {"enabled": False}})
+    overrides = {"train": {"enabled": False}} | ({"quality": {"kenlm": {"enabled": False}}} if args.no_kenlm else {})
+    recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", overrides)
     stages = curation_flow(recipe)["stages"]
     print(json.dumps({name: {key: stage["stats"].get(key) for key in (
         "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "longest_call_seconds", "task_slots",
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     child.add_argument("inputs", nargs="+")
     child.add_argument("--workers", type=int, required=True)
     child.add_argument("--store", required=True)
+    child.add_argument("--no-kenlm", action="store_true", help="the recipe without KenLM (a machine without lmplz)")
     parser.add_argument("--sizes", default="1,4,16", help="corpus sizes in bench corpora (default 1,4,16)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=1, help="runs of the smallest size on each worker count")
