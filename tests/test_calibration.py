@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tasks.quality.calibration import calibrated, fit_platt, logit, reliability
+from tasks.quality.classifier import roc_auc
 
 
 def test_platt_recovers_a_known_miscalibration():
@@ -32,3 +33,14 @@ def test_reliability_bins_and_expected_calibration_error_by_hand():
     result = reliability(scores, labels)
     assert [(row["examples"], row["observed"]) for row in result["bins"]] == [(2, 0.5), (4, 0.75)]
     assert result["ece"] == pytest.approx((2 * 0.45 + 4 * 0.2) / 6, abs=1e-4)
+
+
+def test_roc_auc_counts_ties_half_and_needs_both_classes():
+    # positive 0.9 beats both negatives, positive 0.5 beats 0.1 and ties 0.5: 3.5 of 4 pairs
+    assert roc_auc(np.array([1, 0, 1, 0]), np.array([0.9, 0.1, 0.5, 0.5])) == 0.875
+    assert roc_auc(np.array([0, 0, 1]), np.array([0.2, 0.2, 0.2])) == 0.5
+    assert roc_auc(np.array([1, 1]), np.array([0.3, 0.7])) is None
+    rng = np.random.default_rng(1)
+    labels, scores = rng.integers(0, 2, 500), rng.random(500).round(2)
+    pairs = [(p > n) + 0.5 * (p == n) for p in scores[labels == 1] for n in scores[labels == 0]]
+    assert roc_auc(labels, scores) == round(float(np.mean(pairs)), 4)

@@ -128,10 +128,13 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     positives, negatives = int(labels.sum()), int(len(labels) - labels.sum())
     if not positives or not negatives:
         return None
-    from scipy.stats import rankdata   # here, not at the top: scipy.stats costs every Dask worker ~0.5 s to import
-
-    ranks = rankdata(scores)
-    return round(float((ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives)), 4)
+    # for each positive, the negatives scored below it and half those scored the same (no scipy.stats: importing
+    # it took ~0.45 s of the classifier's call, the quality models stage's longest)
+    negative_scores = np.sort(scores[labels == 0])
+    positive_scores = scores[labels == 1]
+    below = np.searchsorted(negative_scores, positive_scores, side="left")
+    equal = np.searchsorted(negative_scores, positive_scores, side="right") - below
+    return round(float((below.sum() + equal.sum() / 2) / (positives * negatives)), 4)
 
 
 class QualityClassifier:
