@@ -62,7 +62,8 @@ def summary(runs: list[dict]) -> dict:
         out[variant] = {stage: {
             "wall_seconds_2w": [side[stage]["wall_seconds"] for side in sides[2]],
             "wall_seconds_1w": [side[stage]["wall_seconds"] for side in sides[1]],
-            "scaling_2w_over_1w": ratio(median(sides[1], stage, "wall_seconds"), median(sides[2], stage, "wall_seconds")),
+            "scaling_2w_over_1w": ratio(median(sides[1], stage, "wall_seconds"),
+                                        median(sides[2], stage, "wall_seconds")),
             "call_seconds_2w_over_1w": ratio(median(sides[2], stage, "call_seconds"),
                                              median(sides[1], stage, "call_seconds"))}
             for stage in sides[2][0] if stage != "extract"}
