@@ -104,6 +104,11 @@ def summary(runs: list[dict], workers: int) -> dict:
         paired = [run for run in runs if run["workers"] == workers and run["size"] == size]
         out["scaling_2w_over_1w"] = {name: ratio(median_wall(singles, name), median_wall(paired, name))
                                      for name in SCALING_STAGES}
+        # each pair alone, the i-th run on 2 workers against the i-th on one (the repeats run back to back): how far
+        # the figure moves from run to run
+        out["scaling_2w_over_1w_per_pair"] = {name: [ratio(one["stages"][name]["wall_seconds"],
+                                                           two["stages"][name]["wall_seconds"])
+                                                     for two, one in zip(paired, singles)] for name in SCALING_STAGES}
         out["min_scaling_2w_over_1w"] = min(out["scaling_2w_over_1w"].values())
         out["scaling_pairs"] = len(singles)
     return out
