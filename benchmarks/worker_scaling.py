@@ -53,7 +53,7 @@ def run(workers: int, variant: str, no_kenlm: bool, fresh: bool) -> dict:
 
 def summary(runs: list[dict]) -> dict:
     """Per variant and stage, over the reruns (the fresh run fills the store and is left out)."""
-    out = {}
+    out, pairs = {}, {}
     for variant in dict.fromkeys(run["variant"] for run in runs):
         sides = {workers: [run["stages"] for run in runs if run["variant"] == variant and run["workers"] == workers
                            and not run["fresh"]] for workers in (1, 2)}
@@ -67,8 +67,8 @@ def summary(runs: list[dict]) -> dict:
             "call_seconds_2w_over_1w": ratio(median(sides[2], stage, "call_seconds"),
                                              median(sides[1], stage, "call_seconds"))}
             for stage in sides[2][0] if stage != "extract"}
-    return {"variants": out, "pairs": {variant: sum(1 for run in runs if run["variant"] == variant
-                                                    and run["workers"] == 1 and not run["fresh"]) for variant in out}}
+        pairs[variant] = len(sides[1])
+    return {"variants": out, "pairs": pairs}
 
 
 def median(sides: list[dict], stage: str, key: str) -> float:
