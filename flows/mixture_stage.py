@@ -31,7 +31,14 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         # each token shard's manifest entry names the document shard it was made from
         token_shards = Manifest.load(tokens["manifest"]).shards
         pairs = list(zip(stage_shard_urls(tokens), [entry.source for entry in token_shards]))
-        result = mix_task(pairs, stage.stage_dir, vocab_size, config)     # here; its passes fan out to the cluster
+        # the chart is drawn on a worker (whose matplotlib the run's earlier charts have loaded; ~1 s in the flow
+        # process) while the last passes write the draws; from the recorded result when the mixture resumes
+        charts: list = []
+
+        def draw_chart(sources: list[dict]):
+            charts.append(in_background(partial(png_bytes, weights_png, sources)))
+
+        result = mix_task(pairs, stage.stage_dir, vocab_size, config, planned=draw_chart)   # passes fan out
         # candidates: every document the passes read, drawn or not (the work grows with them, not the budget)
         stats = StageStats(candidates=sum(entry.documents for entry in token_shards),
                            documents_out=result["train_documents"] + result["validation_documents"],
@@ -40,9 +47,10 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
                             "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6),
                             "work_bytes": result["work_bytes"], "work_files": result["work_files"]})
-        # drawn on a worker, whose matplotlib the run's earlier charts have loaded (~1 s in the flow process)
+        if not charts:
+            draw_chart(result["sources"])
         chart = os.path.join(stage.report_dir, "weights.png")
-        Path(chart).write_bytes(in_background(partial(png_bytes, weights_png, result))())
+        Path(chart).write_bytes(charts[-1]())
         report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]}, files=[chart])
         shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
                              sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]

@@ -59,6 +59,21 @@ def test_weights_are_met_and_validation_is_apart(tmp_path):
     assert result["validation_documents"] == len(validation)
 
 
+def test_the_card_rows_are_given_before_the_draws_are_written(tmp_path):
+    """The stage draws the weights chart from them while the last passes write (flows.mixture_stage)."""
+    out = tmp_path / "out"
+    seen = []
+
+    def planned(rows: list[dict]) -> None:
+        seen.append((rows, sorted(path.name for path in out.rglob("*.bin"))))
+
+    result = mix(write(tmp_path, corpus(), 3), str(out), VOCAB, two_sources(20_000), planned=planned)
+    assert len(seen) == 1
+    rows, written_then = seen[0]
+    assert rows == result["sources"] and written_then == []     # nothing of the output existed yet
+    assert sorted(path.name for path in out.rglob("*.bin"))      # and it does now
+
+
 def test_a_source_is_repeated_up_to_its_cap(tmp_path):
     docs = corpus()
     result = mix(write(tmp_path, docs, 2), str(tmp_path / "out"), VOCAB, two_sources(80_000))

@@ -22,14 +22,15 @@ def card_markdown(result: dict) -> str:
         "| epochs |", "|---|---|---|---|---|---|---|", *rows])
 
 
-def weights_png(result: dict, path: str | os.PathLike) -> str:
-    names = [row["source"] for row in result["sources"]]
+def weights_png(sources: list[dict], path: str | os.PathLike) -> str:
+    """Requested against realized weight per source (the card's rows, `selection.card_rows`)."""
+    names = [row["source"] for row in sources]
     positions = np.arange(len(names))
     with default_style():
         fig = new_figure((max(4.0, 1.4 * len(names) + 2), 3.5))
         axes = fig.add_subplot()
-        axes.bar(positions - 0.2, [row["weight_requested"] for row in result["sources"]], 0.4, label="requested")
-        axes.bar(positions + 0.2, [row["weight_realized"] for row in result["sources"]], 0.4, label="realized")
+        axes.bar(positions - 0.2, [row["weight_requested"] for row in sources], 0.4, label="requested")
+        axes.bar(positions + 0.2, [row["weight_realized"] for row in sources], 0.4, label="realized")
         axes.set_xticks(positions, names)
         axes.set_ylabel("share of training tokens")
         axes.set_title("Data mixture: requested vs realized weights")

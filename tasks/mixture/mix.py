@@ -31,8 +31,11 @@ from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT
 CALL_SHARDS = 8      # token shards per call in the passes over them: one takes ~10 ms, about a Dask round trip
 
 
-def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: MixtureConfig) -> dict:
-    """`pairs`: (token shard base, document shard URL) with documents in the same order in both."""
+def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: MixtureConfig,
+        planned: Callable[[list[dict]], None] | None = None) -> dict:
+    """`pairs`: (token shard base, document shard URL) with documents in the same order in both. `planned` is
+    given the card's rows as soon as the draws are known, before the last two passes write them (the stage draws
+    its chart meanwhile)."""
     if not pairs:
         raise ValueError("no token shards to mix")
     seconds: list[float] = []
@@ -46,6 +49,8 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     draws = plan_draws(counts, config)
     draws = fill_gaps(draws, timed_fan_out(partial(fill_candidates, config=config, draws=draws), pairs))
     rows = card_rows(draws, config)
+    if planned is not None:
+        planned(rows)
     realized = sum(draw.tokens for draw in draws)
     validation_tokens = sum(count.validation_tokens for count in counts)
 
