@@ -32,7 +32,8 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         token_shards = Manifest.load(tokens["manifest"]).shards
         pairs = list(zip(stage_shard_urls(tokens), [entry.source for entry in token_shards]))
         # the chart is drawn on a worker (whose matplotlib the run's earlier charts have loaded; ~1 s in the flow
-        # process) while the last passes write the draws; from the recorded result when the mixture resumes
+        # process) while the last passes write the draws; from the recorded result when the mixture resumes. The
+        # last one drawn counts: a retried mix task plans, and so draws, again.
         charts: list = []
 
         def draw_chart(sources: list[dict]):
