@@ -1,7 +1,8 @@
 """Three stages, so each reruns only when what it depends on changes:
 
 - `quality_models`: KenLM per reference language and the fastText classifier (negatives from raw extraction);
-- `quality_scores`: every attribute of every document (one task per shard);
+- `quality_scores`: every attribute of every document (one task per shard), and their sketch for the filter's
+  corpus-level cut points and charts (tasks/quality/summary.py);
 - `quality_filter`: thresholds applied to the stored attributes. Changing a threshold reruns only this stage;
   the other two are found in the store and reported cached.
 """
@@ -20,15 +21,16 @@ from flows.stage_runner import (StageContext, StageOutput, StageSpec, byte_group
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
-from storage.stage_result import StageResult, parent_of, stage_folder, stage_shard_bytes, stage_shard_urls
+from storage.stage_result import (StageResult, parent_of, stage_file, stage_folder, stage_shard_bytes,
+                                  stage_shard_urls)
 from tasks.quality.apply import FilterJob, merge_examples
 from tasks.quality.funnel import funnel_rows
 from tasks.quality.models import MODELS_FILE, write_models_index
 from tasks.quality.reference import reference_files
 from tasks.quality.families import family_checks
 from tasks.quality.score import ScoreJob
-from tasks.quality.task import (filter_shards_task, score_shard_task, summarize_task, train_classifier_task,
-                                train_kenlm_task)
+from tasks.quality.summary import SKETCH_FILE, SKETCH_SUFFIX, Sketch, summarize_attributes
+from tasks.quality.task import filter_shards_task, score_shard_task, train_classifier_task, train_kenlm_task
 from tasks.fan_out import call
 from tasks.stats import StageStats
 
@@ -116,8 +118,11 @@ def quality_scores_stage_flow(recipe: Recipe, documents: StageResult, models: St
         jobs = [ScoreJob(url, stage.path("shards", os.path.basename(url)), models_dir)
                 for url in stage_shard_urls(documents)]
         get_run_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
+        sketch = Sketch()       # the shards' sketches added up as their calls finish, for the filter's summary
         results = map_tasks(score_shard_task, jobs, "quality scores", job_sizes=stage_shard_bytes(documents),
+                            on_result=lambda result: sketch.add(Sketch.load(result["output"] + SKETCH_SUFFIX)),
                             config=config, bad_words_dir=config.bad_words_dir)
+        sketch.save(stage.path(SKETCH_FILE))
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
                            stats=summed_stats(results), task_results=results)
 
@@ -135,7 +140,8 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
 
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = stage_shard_urls(scores)
-        cutoffs = summarize_task(shard_urls, config)           # here; its two passes fan out to the cluster
+        # the cut points from the scores' sketch, here (a pass fans out to the cluster only for a crowded bin)
+        cutoffs = summarize_attributes(Sketch.load(stage_file(scores, SKETCH_FILE)), shard_urls, config)
         histograms = histograms_chart(thresholds, cutoffs)
         # runs of small shards -> one output shard each; the runs depend on the sizes alone, never on the workers
         sizes = stage_shard_bytes(scores)

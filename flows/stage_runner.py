@@ -125,7 +125,7 @@ def task_slots() -> int | None:
 
 
 def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
-              **arguments) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None, **arguments) -> list[dict]:
     """One step of a stage: `function(job, **arguments)` for every job, results in job order.
 
     The step is one Prefect task run (named `label`, with a progress artifact and progress lines in its logs and
@@ -135,15 +135,16 @@ def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_siz
     costs only the calls it held, and every shard call records its own result (`tasks.resumable`), so a rerun
     redoes only unfinished shards. A call may return `warnings` (lines the step logs where the run's logs go).
     Calls return small dicts (paths and counts), never documents. With `job_sizes` (input bytes per job) the
-    largest jobs start first, so the workers finish together.
+    largest jobs start first, so the workers finish together. `on_result` is called in this process with each
+    result as it comes, while the other calls still run.
     """
     return _step.with_options(task_run_name=label)(function, list(jobs), label, arguments,
-                                                   list(job_sizes) if job_sizes is not None else None)
+                                                   list(job_sizes) if job_sizes is not None else None, on_result)
 
 
 @task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)
 def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict,
-          job_sizes: list[int] | None) -> list[dict]:
+          job_sizes: list[int] | None, on_result: Callable[[dict], None] | None) -> list[dict]:
     logger = get_run_logger()
     progress = StepProgress(label, len(jobs), logger)
     results: list[dict | None] = [None] * len(jobs)
@@ -152,6 +153,8 @@ def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict
         for line in result.pop("warnings", []) if isinstance(result, dict) else ():   # a group's is a list
             logger.warning("%s", line)
         results[index] = result
+        if on_result is not None:
+            on_result(result)
         progress.update(done)
     return results
 

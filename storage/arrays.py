@@ -1,4 +1,5 @@
-"""numpy arrays (.npy) on any fsspec URL: published atomically, memory-mapped when the file is local."""
+"""numpy arrays (.npy, or named ones in one .npz) on any fsspec URL: published atomically, memory-mapped when the
+file is local (.npy)."""
 from __future__ import annotations
 
 import io
@@ -22,3 +23,16 @@ def load_array(url: str, mmap: bool = False) -> np.ndarray:
         return np.load(path, mmap_mode="r")
     with fsspec.open(url, "rb") as handle:
         return np.load(io.BytesIO(handle.read()))
+
+
+def save_arrays(arrays: dict[str, np.ndarray], url: str) -> None:
+    """Named arrays in one compressed .npz file."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    with atomic_output(url) as tmp, fsspec.open(tmp, "wb") as handle:
+        handle.write(buffer.getvalue())
+
+
+def load_arrays(url: str) -> dict[str, np.ndarray]:
+    with fsspec.open(url, "rb") as handle, np.load(io.BytesIO(handle.read())) as arrays:
+        return {name: arrays[name] for name in arrays.files}

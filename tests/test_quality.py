@@ -232,7 +232,7 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
     from tasks.quality.apply import FilterJob, filter_shard
     from tasks.quality.models import write_models_index
     from tasks.quality.score import ScoreJob, score_shard
-    from tasks.quality.summary import summarize_attributes
+    from tasks.quality.summary import SKETCH_SUFFIX, Sketch, summarize_attributes
 
     with gzip.open(data_dir / "quality_labelled" / "ccnet_dolma" / "provided_documents_000.json.gz", "rt") as f:
         texts = [json.loads(line)["text"] for line in f]
@@ -252,7 +252,10 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
         result = score_shard(ScoreJob(str(tmp_path / f"in{index}.parquet"), out, str(models)), config, bad_words)
         assert result["documents_out"] == len(shard_texts) and result["notes"].get("no_perplexity_model_en") is None
         scored.append(out)
-    cutoffs = summarize_attributes(scored, config)
+    sketch = Sketch()
+    for url in scored:                                         # as the scores stage adds them up
+        sketch.add(Sketch.load(url + SKETCH_SUFFIX))
+    cutoffs = summarize_attributes(sketch, scored, config)
 
     def decisions(thresholds: QualityFilterConfig) -> dict[str, set]:
         by_text: dict[str, set] = {}

@@ -15,6 +15,9 @@ from tasks.quality.rules import (c4_reason, classifier_reason, fineweb_reason, g
                                  gopher_repetition_reason, kenlm_reason, perplexity_bucket)
 
 _FLOAT, _INT, _BOOL = pa.float64(), pa.int64(), pa.bool_()
+# Chart domains (on the chart's scale), split into fixed bins by the quality summary. Widths of a power of two, or
+# 12 (1 to 1e12 on a log10 scale), keep the bins' edges exact binary fractions.
+RATIO, DECADES, UP_TO_64 = (0.0, 1.0), (0.0, 12.0), (0.0, 64.0)   # ratios; 1 to 1e12 (log10); lengths, counts
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class Histogram:
     attribute: str
     log10: bool                                           # bin on a log scale (counts spanning decades)
     marks: Callable[[object, dict], list[float | None]]   # (the family's thresholds, cutoffs) -> lines to draw
+    domain: tuple[float, float] = RATIO                   # the values charted; beyond it, in the end bins
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,11 @@ FAMILIES: tuple[QualityFamily, ...] = (
          "gopher_ellipsis_ratio": _FLOAT, "gopher_bullet_lines_ratio": _FLOAT, "gopher_ellipsis_lines_ratio": _FLOAT,
          "gopher_alpha_words_ratio": _FLOAT, "gopher_stop_words": _INT},
         lambda row, t, cutoffs: gopher_quality_reason(row, t),
-        (Histogram("gopher_words", True, lambda t, c: [t.min_doc_words, t.max_doc_words]),
-         Histogram("gopher_avg_word_length", False, lambda t, c: [t.min_avg_word_length, t.max_avg_word_length]),
+        (Histogram("gopher_words", True, lambda t, c: [t.min_doc_words, t.max_doc_words], DECADES),
+         Histogram("gopher_avg_word_length", False, lambda t, c: [t.min_avg_word_length, t.max_avg_word_length],
+                   UP_TO_64),
          Histogram("gopher_alpha_words_ratio", False, lambda t, c: [t.min_alpha_words_ratio]),
-         Histogram("gopher_stop_words", False, lambda t, c: [t.min_stop_words]))),
+         Histogram("gopher_stop_words", False, lambda t, c: [t.min_stop_words], UP_TO_64))),
     QualityFamily(
         "gopher_repetition",
         {"rep_dup_para_frac": _FLOAT, "rep_dup_para_char_frac": _FLOAT, "rep_dup_line_frac": _FLOAT,
@@ -56,7 +61,7 @@ FAMILIES: tuple[QualityFamily, ...] = (
         "c4",
         {"c4_sentences": _INT, "c4_lorem_ipsum": _BOOL, "c4_curly_bracket": _BOOL, "c4_bad_words": _BOOL},
         lambda row, t, cutoffs: c4_reason(row, t),
-        (Histogram("c4_sentences", True, lambda t, c: [t.min_sentences]),)),
+        (Histogram("c4_sentences", True, lambda t, c: [t.min_sentences], DECADES),)),
     QualityFamily(
         "fineweb",
         {"fineweb_line_punct_ratio": _FLOAT, "fineweb_short_line_ratio": _FLOAT,
@@ -70,7 +75,7 @@ FAMILIES: tuple[QualityFamily, ...] = (
         {"kenlm_ppl": _FLOAT},
         lambda row, t, cutoffs: kenlm_reason(row, t, perplexity_bucket(row, cutoffs.get("kenlm_bucket_edges", {}))),
         (Histogram("kenlm_ppl", True, lambda t, c: [edge for edges in c.get("kenlm_bucket_edges", {}).values()
-                                                    for edge in edges]),)),
+                                                    for edge in edges], DECADES),)),
     QualityFamily(
         "classifier",
         {"hq_prob": _FLOAT},
@@ -92,6 +97,11 @@ def family_checks(config: QualityFilterConfig, cutoffs: dict) -> list[tuple[str,
 def histogram_scales() -> dict[str, bool]:
     """Every histogrammed attribute, in family order, and whether it is binned on a log10 scale."""
     return {histogram.attribute: histogram.log10 for family in FAMILIES for histogram in family.histograms}
+
+
+def histogram_domains() -> dict[str, tuple[float, float]]:
+    """Every histogrammed attribute's chart domain."""
+    return {histogram.attribute: histogram.domain for family in FAMILIES for histogram in family.histograms}
 
 
 def thresholds_by_attribute(config: QualityFilterConfig, cutoffs: dict) -> dict[str, list[float]]:

@@ -1,4 +1,5 @@
-"""Scoring, per document shard: every attribute added as a column; no document is dropped here."""
+"""Scoring, per document shard: every attribute added as a column, and the shard's sketch of them saved beside it
+(tasks/quality/summary.py); no document is dropped here."""
 from __future__ import annotations
 
 import time
@@ -15,6 +16,7 @@ from tasks.quality.attributes import ATTRIBUTE_TYPES, heuristic_attributes
 from tasks.quality.classifier import QualityClassifier
 from tasks.quality.models import QualityModels
 from tasks.quality.perplexity import KenlmModelFiles, PerplexityScorer
+from tasks.quality.summary import SKETCH_SUFFIX, shard_sketch
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
@@ -45,6 +47,7 @@ def score_shard(job: ScoreJob, config: QualityConfig, bad_words_dir: str) -> dic
     for name, kind in ATTRIBUTE_TYPES.items():
         table = table.append_column(name, pa.array(columns[name], kind))
     shard_bytes = write_table(table, job.output_url, row_group_size=ROW_GROUP_SIZE)
+    shard_sketch(table).save(job.output_url + SKETCH_SUFFIX)    # for the filter's corpus-level cut points
     stats.bytes_out = stats.bytes_in
     stats.seconds = time.perf_counter() - started
     return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()

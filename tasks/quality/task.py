@@ -1,17 +1,15 @@
 """The quality stages' work: model training, scoring and filtering are calls run as plain Dask tasks by the
 stage's steps (`flows.stage_runner.map_tasks`), each recording its result beside its output so a rerun resumes;
-the summary is a Prefect task in the flow process whose passes fan out to the cluster (`tasks.fan_out`)."""
+the filter's corpus-level summary (tasks/quality/summary.py) is computed in the flow process from the scores stage's
+attribute sketch."""
 from __future__ import annotations
 
 import os
-
-from prefect import task
 
 from configs.quality import ClassifierConfig, KenlmConfig, PiiConfig, QualityConfig, QualityFilterConfig
 from tasks.quality.apply import FilterJob, filter_shard
 from tasks.quality.models import train_language_model, train_quality_classifier
 from tasks.quality.score import ScoreJob, score_shard
-from tasks.quality.summary import summarize_attributes
 from tasks.resumable import run_once
 
 
@@ -28,11 +26,6 @@ def train_classifier_task(negative_shards: list[str], models_dir: str, config: C
 
 def score_shard_task(job: ScoreJob, config: QualityConfig, bad_words_dir: str) -> dict:
     return run_once(job.output_url + ".json", lambda: score_shard(job, config, bad_words_dir))
-
-
-@task(name="quality-summarize", retries=1, retry_delay_seconds=2)
-def summarize_task(shard_urls: list[str], config: QualityConfig) -> dict:
-    return summarize_attributes(shard_urls, config)
 
 
 def filter_shards_task(jobs: list[FilterJob], config: QualityFilterConfig, cutoffs: dict, pii: PiiConfig) -> list[dict]:
