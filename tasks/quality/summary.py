@@ -197,12 +197,12 @@ class OrderStatistics:
         return None if within in (0, self.bins.counts[position] - 1) else int(self.bins.bins[position])
 
     def value(self, rank: int, in_bins: dict[int, np.ndarray]) -> float:
+        """Rank k's value; `in_bins` holds the values of the crowded bins."""
         position, within = self._position(rank)
-        if within == 0:
-            return float(self.bins.low[position])
-        if within == self.bins.counts[position] - 1:
-            return float(self.bins.high[position])
-        return float(np.sort(in_bins[int(self.bins.bins[position])])[within])
+        crowded = self.crowded(rank)
+        if crowded is not None:
+            return float(np.sort(in_bins[crowded])[within])
+        return float((self.bins.low if within == 0 else self.bins.high)[position])
 
 
 def summarize_attributes(sketch: Sketch, shard_urls: list[str], config: QualityConfig) -> dict:
