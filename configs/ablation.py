@@ -37,13 +37,38 @@ class AblationTokenizer(TokenizerConfig):
     remove_extra_whitespaces: bool = Field(False, description="SentencePiece's whitespace collapsing (lossy)")
 
 
+class PowerConfig(StrictModel):
+    """The test a verdict applies and the power it states (tasks.evaluation.compare)."""
+    alpha: float = Field(0.05, gt=0, lt=1, description=(
+        "a comparison is called when its two-sided paired t-test over seeds gives p below this (with seed rounds, "
+        "the alpha is spent evenly over the looks)"))
+    power: float = Field(0.8, gt=0, lt=1, description="the probability at which the minimum detectable effect is "
+                                                        "called")
+    seed_cap: int = Field(10, ge=2, description=(
+        "the most seeds a user would run: an uncalled difference that more seeds would resolve within this many is "
+        "'underpowered', else it is bounded by the minimum detectable effect (with seed rounds: their `max`)"))
+
+
+class SeedRounds(StrictModel):
+    """More seeds in rounds until the headline comparison (the last variant against the baseline, macro) is called
+    or `max` seeds have run. Each look tests at alpha / (number of looks): adding looks cannot raise the chance of
+    calling a difference that is not there above alpha (Bonferroni's bound holds for any dependence between the
+    looks), at some cost in power."""
+    max: int = Field(10, ge=2, description="the most seeds per variant")
+    step: int = Field(2, ge=1, description="seeds added per round")
+
+
 class AblationConfig(StrictModel):
     name: str = Field(min_length=1)
     base: str | dict = Field(description="the base recipe: a YAML path (relative to the ablation file) or inline")
     variants: dict[str, dict] = Field(min_length=2, description=(
         "name -> overrides merged onto the base; an empty mapping is the base itself"))
     baseline: str | None = Field(None, description="the variant the others are compared with; default the first")
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description="one run per variant each")
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description=(
+        "one run per variant each (with `seed_rounds`: the first round)"))
+    seed_rounds: SeedRounds | None = Field(None, description=(
+        "add seeds in rounds until the headline verdict is called (`sluice ablate --seed-rounds MAX`)"))
+    power: PowerConfig = Field(default_factory=PowerConfig)
     seed_controls: list[SeedControl] = Field(default_factory=lambda: ["init", "data_order", "mixture_draw"],
                                              description="what a run's seed sets; the rest stays at seed 0")
     tokens: int = Field(ge=1, description=(
@@ -54,6 +79,9 @@ class AblationConfig(StrictModel):
     eval: EvalSuiteConfig
     dask: DaskConfig | None = Field(None, description="default: the base recipe's")
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-ablation"))
+    reuse_older_runs: bool = Field(False, description=(
+        "keep runs trained by an earlier version of the trainer's code instead of training them again; the table "
+        "marks them and the verdict says so (`sluice ablate --reuse-older-runs`)"))
     origin: str = Field(".", description="directory relative base paths are read from (set by load_ablation)")
 
     @field_validator("variants")
@@ -82,7 +110,21 @@ class AblationConfig(StrictModel):
             raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(self.variants)})")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct, got {self.seeds}")
+        if self.seed_rounds is not None and self.seed_rounds.max < len(self.seeds):
+            raise ValueError(f"seed_rounds.max ({self.seed_rounds.max}) is below the {len(self.seeds)} seeds of the "
+                             f"first round")
         return self
+
+    def seed_looks(self) -> list[list[int]]:
+        """The seeds of each look: the given seeds, then with seed rounds `step` more (the next unused integers)
+        per round up to `max`."""
+        looks = [list(self.seeds)]
+        if self.seed_rounds is not None:
+            while len(looks[-1]) < self.seed_rounds.max:
+                extra = min(self.seed_rounds.step, self.seed_rounds.max - len(looks[-1]))
+                fresh = [seed for seed in range(max(looks[-1]) + 1, max(looks[-1]) + 1 + extra)]
+                looks.append(looks[-1] + fresh)
+        return looks
 
     @property
     def baseline_variant(self) -> str:

@@ -23,13 +23,15 @@ from configs.ablation import AblationConfig
 from configs.schema import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
-from flows.ablation_report import RUN_KIND, ablation_datasets, publish_ablation_report, run_role
+from flows.ablation_report import (RUN_KIND, ablation_datasets, comparison, power_tags, publish_ablation_report,
+                                   run_role)
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
 from flows.training_flow import training_flow
-from flows.training_inputs import train_on_mixture
+from flows.training_inputs import older_code_checkpoints, train_on_mixture
 from storage.fs import local_path
 from storage.stage_result import stage_file
+from tasks.evaluation.compare import Power
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import log_datasets
 from tracking.parent_run import resumable_parent_run
@@ -69,37 +71,56 @@ def _ablation(ablation: AblationConfig) -> dict:
     tracking = use_experiment(ablation.mlflow.experiment, ablation.mlflow.tracking_uri)
     home = f"{anchor.store}/ablation/{ablation_key(ablation)}"
     parent_id = _parent_run(ablation, home, per_update)
+    looks = ablation.seed_looks()
     with mlflow.start_run(run_id=parent_id):
-        with dask_cluster(anchor.dask) as address:
-            logger.info("ablation %s: %d variants x %d seeds, %s tokens each; Dask %s; MLflow run %s", ablation.name,
-                        len(recipes), len(ablation.seeds), f"{ablation.tokens:,}", address, parent_id)
-            data = prepare_data(ablation, recipes, anchor, DaskTaskRunner(address=address),
-                                ablation.train.hardware.data_parallel, seq_len, parent_id)
-        for variant in recipes:            # after the Dask cluster is gone: the ranks get the cores
-            for seed in ablation.seeds:
-                _train(ablation, variant, seed, data, anchor.store, tracking, parent_id, per_update)
+        for look, seeds in enumerate(looks, start=1):
+            with dask_cluster(anchor.dask) as address:
+                logger.info("ablation %s: %d variants x %d seeds (look %d of at most %d), %s tokens each; Dask %s; "
+                            "MLflow run %s", ablation.name, len(recipes), len(seeds), look, len(looks),
+                            f"{ablation.tokens:,}", address, parent_id)
+                data = prepare_data(ablation, seeds, recipes, anchor, DaskTaskRunner(address=address),
+                                    ablation.train.hardware.data_parallel, seq_len, parent_id)
+            for variant in recipes:            # after the Dask cluster is gone: the ranks get the cores
+                for seed in seeds:
+                    _train(ablation, variant, seed, data, anchor.store, tracking, parent_id, per_update)
+            mlflow.set_tag("sluice.seeds", json.dumps(seeds))
+            if look < len(looks) and headline_called(comparison(parent_id)):
+                logger.info("ablation %s: the headline comparison is called at %d seeds", ablation.name, len(seeds))
+                break
         report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report")
     run = mlflow.get_run(parent_id)
     return {"ablation": ablation.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id), **report}
 
 
+def headline_called(table: dict) -> bool:
+    """Whether the headline comparison (the last variant against the baseline, macro) is called: what seed rounds
+    stop on."""
+    return table["variants"][table["headline"]]["vs_baseline"]["macro"]["called"]
+
+
+def look_power(ablation: AblationConfig) -> Power:
+    """The paired test at each look: alpha spent evenly over the looks; the seed cap is the rounds' max."""
+    cap = ablation.seed_rounds.max if ablation.seed_rounds is not None else ablation.power.seed_cap
+    return Power(alpha=ablation.power.alpha / len(ablation.seed_looks()), power=ablation.power.power, seed_cap=cap)
+
+
 def ablation_key(ablation: AblationConfig) -> str:
     """The ablation's identity: its settings and its base recipe's content, wherever the file was."""
-    body = ablation.model_dump(mode="json", exclude={"origin"}) | {"base": ablation.base_recipe()}
+    body = ablation.model_dump(mode="json", exclude={"origin", "reuse_older_runs"}) | {"base": ablation.base_recipe()}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
     """The ablation's MLflow run: the one an earlier attempt of the same ablation started, else a new one."""
-    dumped = ablation.model_dump(mode="json", exclude={"origin"})
+    dumped = ablation.model_dump(mode="json", exclude={"origin", "reuse_older_runs"})
     # variant names such as `+dedup` are not valid parameter names: the variants and the base are in ablation.yaml
     settings = {key: value for key, value in dumped.items() if key not in ("variants", "base")}
     return resumable_parent_run(home, ablation.mlflow.experiment, ablation.name, {
         "sluice.kind": "ablation", "sluice.ablation": ablation.name, "sluice.baseline": ablation.baseline_variant,
         "sluice.variants": json.dumps(list(ablation.variants)), "sluice.seeds": json.dumps(ablation.seeds),
         "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
-        "sluice.tokens_per_update": str(per_update)}, settings,
+        "sluice.tokens_per_update": str(per_update), **power_tags(look_power(ablation))}, settings,
         ("ablation.yaml", yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False)))
 
 
@@ -126,6 +147,12 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
          "sluice.variant": variant, "sluice.seed": str(seed), "sluice.tokens_per_update": str(per_update),
          "sluice.suite_digest": suite["digest"]})
     record = os.path.join(config.checkpoint.dir, RESULT_FILE)
+    older = [path for path in older_code_checkpoints(config.checkpoint.dir)
+             if os.path.exists(os.path.join(path, RESULT_FILE))] if ablation.reuse_older_runs else []
+    if not os.path.exists(record) and older:
+        logger.warning("%s seed %d: reusing the run in %s, trained by another version of the trainer's code "
+                       "(--reuse-older-runs)", variant, seed, older[0])
+        record = os.path.join(older[0], RESULT_FILE)
     if os.path.exists(record):
         logger.info("%s seed %d: already trained (%s), skipping", variant, seed, record)
         with open(record) as handle:

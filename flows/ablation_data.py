@@ -46,10 +46,11 @@ def mixture_recipe(recipe: Recipe, ablation: AblationConfig, seed: int, ranks: i
         "sources": [source.model_copy(update={"max_epochs": ablation.max_epochs}) for source in mixture.sources]})})
 
 
-def prepare_data(ablation: AblationConfig, recipes: dict[str, Recipe], anchor: Recipe, runner: DaskTaskRunner,
-                 ranks: int, seq_len: int, parent_id: str) -> dict:
-    """Every stage the runs need, as stage results: `suite`, `tokenizer`, and per variant its `stages` and
-    `mixtures` (seed -> mixture)."""
+def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, Recipe], anchor: Recipe,
+                 runner: DaskTaskRunner, ranks: int, seq_len: int, parent_id: str) -> dict:
+    """Every stage the runs of these seeds need, as stage results: `suite`, `tokenizer`, and per variant its
+    `stages` and `mixtures` (seed -> mixture). A later look asks again with more seeds: what is done is found in
+    the store."""
     logger = get_run_logger()
     suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
     ngrams = stage_file(suite, NGRAMS_FILE)
@@ -66,7 +67,7 @@ def prepare_data(ablation: AblationConfig, recipes: dict[str, Recipe], anchor: R
             stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
                 recipe, stages["decontaminate"], tokenizer)
             mixtures = {}
-            for seed in ablation.seeds:
+            for seed in seeds:
                 mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
                 try:
                     mixtures[seed] = mixture_stage_flow.with_options(task_runner=runner)(

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import mlflow
-from mlflow.entities import Run
+from mlflow.entities import Metric, Run
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
 from configs.ablation import AblationConfig
 from flows.reporting import artifact_key
-from flows.training_inputs import mixture_dataset
+from flows.training_inputs import TRAINER_CODE_TAG, mixture_dataset, trainer_code_version
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png
-from tasks.evaluation.compare import RunScore, compare, rounded, table_markdown, verdict
+from tasks.evaluation.compare import Power, RunScore, compare, rounded, steps_markdown, table_markdown, verdict
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import RunDataset
@@ -53,7 +54,9 @@ def _own_role(run: Run) -> dict:
 
 
 def comparison(parent_id: str) -> dict:
-    """The comparison of a finished (or partly finished) ablation, from its MLflow runs alone."""
+    """The comparison of a finished (or partly finished) ablation, from its MLflow runs alone. Runs trained by
+    another version of the trainer's code than the one reading them are listed under `older_code` (variant ->
+    seed -> their code version), marked in the table and named in the verdict."""
     parent = mlflow.MlflowClient().get_run(parent_id)
     if parent.data.tags.get("sluice.kind") != "ablation":
         raise ValueError(f"MLflow run {parent_id} is not an ablation (tag sluice.kind is "
@@ -64,17 +67,58 @@ def comparison(parent_id: str) -> dict:
     runs = [RunScore(variant, seed, {key.removeprefix(SUITE_METRIC): value for key, value in run.data.metrics.items()
                                      if key.startswith(SUITE_METRIC)})
             for (variant, seed), run in finished.items()]
-    table = compare([run for run in runs if run.bpb], variants, baseline)
+    table = compare([run for run in runs if run.bpb], variants, baseline, parent_power(parent))
     table["runs"] = {variant: {seed: run.info.run_id for (name, seed), run in sorted(finished.items())
                                if name == variant} for variant in variants}
+    current = trainer_code_version()
+    table["trainer_code"] = current
+    older = {(variant, seed): run.data.tags.get(TRAINER_CODE_TAG, "unknown")
+             for (variant, seed), run in sorted(finished.items())
+             if run.data.tags.get(TRAINER_CODE_TAG) != current}
+    table["older_code"] = {variant: {seed: code for (name, seed), code in older.items() if name == variant}
+                           for variant in variants if any(name == variant for name, _ in older)}
     table["verdicts"] = {name: verdict(table, name) for name in variants if name != baseline}
-    table["verdict"] = table["verdicts"][variants[-1]] if variants[-1] != baseline else next(
-        iter(table["verdicts"].values()))
+    table["step_verdicts"] = {name: verdict(table, name, against="vs_previous") for name in variants[1:]}
+    table["headline"] = variants[-1] if variants[-1] != baseline else next(iter(table["verdicts"]))
+    table["verdict"] = table["verdicts"][table["headline"]]
+    if older:
+        named = "; ".join(f"{variant} seed {seed} ({code})" for (variant, seed), code in older.items())
+        table["verdict"] += f" [mixes runs trained by other versions of the trainer's code than {current}: {named}]"
     return table
 
 
+def power_tags(power: Power) -> dict[str, str]:
+    return {"sluice.alpha": repr(power.alpha), "sluice.power": repr(power.power), "sluice.seed_cap": str(power.seed_cap)}
+
+
+def parent_power(parent: Run) -> Power:
+    """The test and power an ablation's verdicts use, as its parent run records them."""
+    tags = parent.data.tags
+    default = Power()
+    return Power(alpha=float(tags.get("sluice.alpha", default.alpha)),
+                 power=float(tags.get("sluice.power", default.power)),
+                 seed_cap=int(tags.get("sluice.seed_cap", default.seed_cap)))
+
+
+def headline_figures(table: dict) -> dict[str, float]:
+    """The verdict's figures as the parent run's metrics, per metric: the headline variant's difference to the
+    baseline, its p, its minimum detectable effect, and whether it is called (1 or 0)."""
+    cells = table["variants"][table["headline"]]["vs_baseline"]
+    figures = {}
+    for metric, cell in cells.items():
+        for key, name in (("difference", "difference"), ("p_value", "p"), ("mde", "detectable")):
+            if cell[key] is not None:
+                figures[f"{name}/{metric}"] = float(cell[key])
+        figures[f"called/{metric}"] = float(cell["called"])
+    return figures
+
+
 def comparison_text(table: dict) -> str:
-    return "\n".join([table_markdown(table), "", *[f"- {line}" for line in table["verdicts"].values()], "",
+    steps = ["Each step against the one before it (* called at alpha "
+             f"{table['power']['alpha']:.3g}; detectable: the difference called {table['power']['power']:.0%} of "
+             "the time):", "", steps_markdown(table), "", *[f"- {line}" for line in table["step_verdicts"].values()],
+             ""] if len(table["variants"]) > 2 else []
+    return "\n".join([table_markdown(table), "", *[f"- {line}" for line in table["verdicts"].values()], "", *steps,
                       f"Verdict: {table['verdict']}"])
 
 
@@ -135,6 +179,9 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     client.log_text(parent_id, json.dumps(table | {"why": removals}, indent=2), "comparison.json")
     client.log_text(parent_id, markdown, "comparison.md")
     client.set_tag(parent_id, "sluice.verdict", table["verdict"][:5000])
+    client.set_tag(parent_id, "mlflow.note.content", markdown)       # the run page's description
+    client.log_batch(parent_id, metrics=[Metric(key, value, int(time.time() * 1000), 0)
+                                         for key, value in headline_figures(table).items()])
     for path in charts:
         client.log_artifact(parent_id, path, "charts")
     key = artifact_key(ablation.name)

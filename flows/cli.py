@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
 
     ablate = commands.add_parser("ablate", help="train one model on several data recipes and seeds, compare them")
     ablate.add_argument("ablation", type=Path, help="an ablation file (configs/ablation.yaml)")
+    ablate.add_argument("--reuse-older-runs", action="store_true", help=(
+        "keep runs trained by an earlier version of the trainer's code (marked in the table) instead of retraining"))
+    ablate.add_argument("--seed-rounds", type=int, metavar="MAX", help=(
+        "add 2 seeds per round until the headline verdict is called or MAX seeds have run (alpha spent over the "
+        "looks; the file's `seed_rounds`)"))
 
     sweep = commands.add_parser("sweep", help="train a ladder of model sizes x token budgets (x learning rates) on "
                                               "one token dataset, then fit L(N, D)")
@@ -238,13 +243,18 @@ def _train(args) -> int:
 
 
 def _ablate(args) -> int:
-    from configs.ablation import load_ablation
+    from configs.ablation import load_ablation, parse_ablation
     from configs.schema import RecipeError
     from flows.ablation import ablation_flow, budget_figures
     from flows.temporary_server import wait_for_prefect
 
     try:
         ablation = load_ablation(args.ablation)
+        overrides = {"reuse_older_runs": True} if args.reuse_older_runs else {}
+        if args.seed_rounds:
+            overrides["seed_rounds"] = {"max": args.seed_rounds}
+        if overrides:
+            ablation = parse_ablation(ablation.model_dump(mode="json") | overrides, origin=str(args.ablation))
         budget_figures(ablation)
     except RecipeError as error:
         print(error, file=sys.stderr)

@@ -1,16 +1,29 @@
 """A curation recipe's `train:` section made concrete: the mixture's shards, the tokenizer's vocabulary and
-bytes per token, a checkpoint folder keyed by what the run depends on, and MLflow lineage tags."""
+bytes per token, a checkpoint folder keyed by what the run depends on (the trainer's code included), and MLflow
+lineage tags."""
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
+import os
 
 from configs.schema import Recipe
 from configs.training import TrainingConfig
+from storage.code_version import code_version
 from storage.stage_result import StageResult, stage_file, stage_shard_urls
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT, split_bases
 from tasks.tokenize.train import MODEL_FILE
 from tracking.datasets import RunDataset
+
+TRAINER_ENTRY = "training.train"         # what torchrun runs: its import closure is the trainer's code
+TRAINER_CODE_TAG = "sluice.trainer_code"
+
+
+def trainer_code_version() -> str:
+    """The trainer's code version, derived as a data stage's is: the source of every project module
+    `training.train` reaches and the versions of the libraries they import (`storage.code_version`)."""
+    return code_version(TRAINER_ENTRY)
 
 
 def mixture_dataset(mixture: StageResult) -> RunDataset:
@@ -27,11 +40,12 @@ def training_config(recipe: Recipe, tokenizer: StageResult, mixture: StageResult
 def train_on_mixture(spec: TrainingConfig, name: str, store: str, experiment: str, tokenizer: StageResult,
                      mixture: StageResult,
                      tracking_uri: str, tags: dict[str, str]) -> TrainingConfig:
-    """`spec` made concrete for a mixture and tokenizer (stage results); the checkpoint folder is keyed by the spec
-    and the two digests, so the same run finds its checkpoints again."""
+    """`spec` made concrete for a mixture and tokenizer (stage results). The checkpoint folder is
+    `<store>/train/<run key>-<trainer code version>`: the same run by the same code finds its checkpoints again,
+    and after an edit to the trainer's code the run trains anew."""
     bases = [url.removesuffix(".bin") for url in stage_shard_urls(mixture)]
-    key = hashlib.sha256(json.dumps([spec.model_dump(mode="json"), mixture["digest"], tokenizer["digest"]],
-                                    sort_keys=True).encode()).hexdigest()[:16]
+    checkpoint_dir = run_folder(store, spec, tokenizer, mixture)
+    trainer_code = checkpoint_dir.rpartition("-")[2]
     vocab_size = tokenizer["stats"]["notes"]["vocab_size"]
     return spec.model_copy(deep=True, update={
         "name": name,
@@ -41,11 +55,25 @@ def train_on_mixture(spec: TrainingConfig, name: str, store: str, experiment: st
             "validation": split_bases(bases, VALIDATION_SPLIT),
             "tokenizer": stage_file(tokenizer, MODEL_FILE),
             "bytes_per_token": tokenizer["stats"].get("summary", {}).get("heldout_bytes_per_token")}),
-        "checkpoint": spec.checkpoint.model_copy(update={"dir": f"{store}/train/{key}"}),
+        "checkpoint": spec.checkpoint.model_copy(update={"dir": checkpoint_dir}),
         "mlflow": spec.mlflow.model_copy(update={
             "experiment": experiment, "tracking_uri": tracking_uri,
             "tags": {**spec.mlflow.tags, **tags,
                      "sluice.mixture_manifest": mixture["manifest"], "sluice.mixture_digest": mixture["digest"],
-                     "sluice.tokenizer_digest": tokenizer["digest"]}}),
+                     "sluice.tokenizer_digest": tokenizer["digest"], TRAINER_CODE_TAG: trainer_code}}),
     })
+
+
+def run_folder(store: str, spec: TrainingConfig, tokenizer: StageResult, mixture: StageResult) -> str:
+    """`<store>/train/<run key>-<trainer code version>`; the run key hashes the spec and the data's digests."""
+    key = hashlib.sha256(json.dumps([spec.model_dump(mode="json"), mixture["digest"], tokenizer["digest"]],
+                                    sort_keys=True).encode()).hexdigest()[:16]
+    return f"{store}/train/{key}-{trainer_code_version()}"
+
+
+def older_code_checkpoints(checkpoint_dir: str) -> list[str]:
+    """The checkpoint folders of the same run trained by other versions of the trainer's code, newest first."""
+    head = checkpoint_dir.rpartition("-")[0]
+    found = [path for path in glob.glob(f"{glob.escape(head)}-*") if path != checkpoint_dir and os.path.isdir(path)]
+    return sorted(found, key=os.path.getmtime, reverse=True)
 

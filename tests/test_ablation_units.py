@@ -139,11 +139,12 @@ def test_statistics_on_hand_made_runs():
     t = differences.mean() / (differences.std(ddof=1) / math.sqrt(3))
     from scipy import stats
     assert versus["p_value"] == pytest.approx(2 * stats.t.sf(abs(t), df=2))
+    assert versus["paired_std"] == pytest.approx(0.01) and versus["called"]
     assert verdict(table, "full") == (f"full beats raw by 0.1000 bpb, 3.9x the seed std (3 seeds, paired p "
-                                      f"{versus['p_value']:.3f})")
+                                      f"{versus['p_value']:.3f}; detectable {versus['mde']:.4f})")
     noisy = compare([RunScore("raw", 0, {"macro": 2.0}), RunScore("raw", 1, {"macro": 2.2}),
                      RunScore("full", 0, {"macro": 2.1}), RunScore("full", 1, {"macro": 2.0})], ["raw", "full"], "raw")
-    assert "no difference beyond seed noise" in verdict(noisy, "full")
+    assert verdict(noisy, "full").startswith("full vs raw: no difference larger than ")
 
 
 def test_no_winner_is_called_without_seed_noise_to_weigh_the_difference_against():
@@ -152,6 +153,7 @@ def test_no_winner_is_called_without_seed_noise_to_weigh_the_difference_against(
     versus = one_seed["variants"]["full"]["vs_baseline"]["macro"]
     assert versus["difference"] == pytest.approx(-0.001) and versus["snr"] is None and versus["seed_std"] is None
     assert verdict(one_seed, "full").startswith("full vs raw: not called (-0.0010 bpb, 1 seeds in common")
+    assert versus["mde"] is None and not versus["called"]
     disjoint = compare([RunScore("raw", 0, {"macro": 1.5}), RunScore("raw", 1, {"macro": 1.6}),
                         RunScore("full", 2, {"macro": 1.4}), RunScore("full", 3, {"macro": 1.3})],
                        ["raw", "full"], "raw")

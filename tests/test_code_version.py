@@ -40,6 +40,38 @@ def test_editing_a_module_changes_exactly_the_stages_that_reach_it(project_copy,
     assert reaching, f"{edited} is reached by no stage"
 
 
+def test_a_trainer_edit_gives_a_run_a_new_folder_and_an_unrelated_edit_does_not(project_copy, tmp_path,
+                                                                              monkeypatch):
+    """A trained run is found again by its folder (`flows.training_inputs.run_folder`): after an edit to a module
+    the trainer imports, the same run lands in a new folder, so an ablation trains it again; an edit to a data
+    stage's module leaves the folder as it was. The older folder stays findable for --reuse-older-runs."""
+    from configs.training import TrainingConfig
+    from flows import training_inputs
+
+    monkeypatch.setattr(training_inputs, "trainer_code_version",
+                        lambda: cv.code_version(training_inputs.TRAINER_ENTRY, root=project_copy))
+    spec, tokenizer, mixture = TrainingConfig(), {"digest": "t" * 16}, {"digest": "m" * 16}
+    store = str(tmp_path / "store")
+
+    def folder() -> str:
+        path = training_inputs.run_folder(store, spec, tokenizer, mixture)
+        (tmp_path / "store" / "train").mkdir(parents=True, exist_ok=True)
+        Path(path).mkdir(exist_ok=True)
+        return path
+
+    first = folder()
+    assert folder() == first
+    for unrelated in ("tasks/dedup/minhash.py", "flows/ablation.py"):
+        with open(project_copy / unrelated, "a") as handle:
+            handle.write("\n# an edit\n")
+        assert folder() == first, unrelated
+    with open(project_copy / "training/model.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    edited = folder()
+    assert edited != first and edited.rpartition("-")[0] == first.rpartition("-")[0]
+    assert training_inputs.older_code_checkpoints(edited) == [first]
+
+
 def test_the_closures_include_the_imports_that_hand_lists_missed():
     # tasks/quality/words.py imports configs.dedup and tasks/tokenize/encode.py imports configs.tokenizer.
     assert "configs.dedup" in cv.code_closure("flows.quality_stage").modules

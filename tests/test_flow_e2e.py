@@ -168,9 +168,11 @@ def test_the_demo_ends_with_a_short_fsdp_training_run_tracked_in_mlflow(first_ru
     from mlflow.tracking import MlflowClient
 
     training = first_run["training"]
-    assert training["step"] == 20 and training["val_loss"] < 8.3          # below ln(4000): it learned something
     client = MlflowClient(first_run["mlflow_tracking_uri"])
     run = client.get_run(training["mlflow_run_id"])
+    first_loss = min(client.get_metric_history(run.info.run_id, "loss"), key=lambda metric: metric.step).value
+    # an untrained model's validation loss is its first-step loss (about ln(4000) = 8.29): this one learned
+    assert training["step"] == 20 and training["val_loss"] < first_loss - 0.5, (first_loss, training["val_loss"])
     assert run.info.status == "FINISHED"
     tags = run.data.tags
     assert tags["sluice.curation_run"] == first_run["mlflow_run_id"]
