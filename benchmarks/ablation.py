@@ -2,11 +2,15 @@
 seed noise?
 
     .venv/bin/python benchmarks/ablation.py [--variants raw,+classifier] [--seeds 3] [--tokens 1048576]
+    .venv/bin/python benchmarks/ablation.py --incremental [--seeds 3]     # all five variants, attributed
 
 `configs/ablation.yaml` with the bench corpus as input (`sluice corpus --size bench --seed 0`, built once under
 benchmarks/_work/) and a model of about 4M parameters (4 layers, d_model 256, seq_len 256, a 4,096-piece
 tokenizer) trained on exactly `--tokens` tokens per run, on 2 CPU ranks. Everything else (the evaluation suite,
-decontamination, seeds, the statistics) is the shipped ablation file's. Writes `results/ablation.json`.
+decontamination, seeds, the statistics) is the shipped ablation file's. Writes `results/ablation.json`; with
+`--incremental`, the five variants in DCLM's order, the suite scored every 32 updates, and the attribution
+(`benchmarks/attribution.py`: steps per domain, tokens to match raw, tail averaging and coupling) in
+`results/ablation_incremental.json` with the steps chart beside it.
 """
 from __future__ import annotations
 
@@ -44,10 +48,10 @@ SENTENCEPIECE_DEFAULTS = {"normalization": "nmt_nfkc", "remove_extra_whitespaces
 
 
 def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench",
-                   tokenizer: dict | None = None, seed_controls: list[str] | None = None):
+                   tokenizer: dict | None = None, seed_controls: list[str] | None = None, eval_every: int = 64):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
     baseline), seeds and tokens; `tokenizer`: settings over the shipped file's; `seed_controls`: what a seed sets,
-    if not the shipped file's."""
+    if not the shipped file's; `eval_every`: updates between scorings of the suite."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
@@ -59,7 +63,7 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096} | (tokenizer or {}),
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
     raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
-                     "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 32}}
+                     "eval": {"every": eval_every, "batches": 2}, "checkpoint": {"every": 32}}
     return parse_ablation(raw, origin="benchmarks/ablation.py")
 
 
@@ -72,7 +76,14 @@ def main(argv: list[str] | None = None) -> int:
         "ablation had before it was made lossless"))
     parser.add_argument("--seed-controls", help="comma-separated: what a run's seed sets (default: the shipped "
                                                   "file's init,data_order,mixture_draw)")
+    parser.add_argument("--incremental", action="store_true", help=(
+        "all five shipped variants, scored every 32 updates, attributed step by step (results/ablation_incremental"
+        ".json unless --out)"))
     args = parser.parse_args(argv)
+    if args.incremental:
+        args.variants = ",".join(yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())["variants"])
+        if args.out == RESULTS / "ablation.json":
+            args.out = RESULTS / "ablation_incremental.json"
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
     from flows.ablation import ablation_flow, budget_figures
@@ -81,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens,
                               tokenizer=SENTENCEPIECE_DEFAULTS if args.sentencepiece_defaults else None,
-                              seed_controls=args.seed_controls.split(",") if args.seed_controls else None)
+                              seed_controls=args.seed_controls.split(",") if args.seed_controls else None,
+                              eval_every=32 if args.incremental else 64)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
@@ -123,9 +135,26 @@ def main(argv: list[str] | None = None) -> int:
         "mlflow_run_id": result["mlflow_run_id"],
         "markdown": result["markdown"],
     }
+    if args.incremental:
+        report |= attribution(result, ablation, args.out.with_suffix(".png"))
     write_result(args.out, report, "ablation.py", argv)
     print(result["markdown"])
     return 0
+
+
+def attribution(result: dict, ablation, chart: Path) -> dict:
+    """The incremental ablation's steps, data efficiency and noise (benchmarks/attribution.py), and its chart."""
+    from benchmarks.attribution import noise, steps, suite_curves, tokens_to_match
+    from flows.ablation import look_power
+    from tasks.evaluation.charts import steps_png
+
+    table, variants = result["table"], list(ablation.variants)
+    curves = suite_curves(result["mlflow_run_id"], table["metrics"])
+    steps_png(table, str(chart))
+    return {"steps": steps(table), "step_verdicts": table["step_verdicts"],
+            "tokens_to_match_raw": tokens_to_match(curves, variants[0], variants[-1]),
+            "noise_final_vs_tail": noise(curves, variants, variants[0], look_power(ablation)),
+            "chart": str(chart.relative_to(ROOT))}
 
 
 if __name__ == "__main__":

@@ -23,6 +23,10 @@ class MixtureConfig(StrictModel):
         "documents held out for validation (by a hash of the seed and the id), never in training"))
     seed: int = Field(0, ge=0)
     shard_tokens: int = Field(1 << 26, ge=1024, description="tokens per output shard at most")
+    chunk_tokens: int = Field(1024, ge=1, description=(
+        "the draw's unit: documents are cut into pieces of this many tokens (the last shorter), each drawn on its "
+        "own, so no giant page decides a small budget's data; a training window spans a cut only where two pieces "
+        "meet, as it spans documents"))
 
     @field_validator("sources")
     @classmethod

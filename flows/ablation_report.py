@@ -16,7 +16,7 @@ from configs.ablation import AblationConfig
 from flows.reporting import artifact_key
 from flows.training_inputs import TRAINER_CODE_TAG, mixture_dataset, trainer_code_version
 from storage.stage_result import StageResult, stage_file
-from tasks.evaluation.charts import curves_png, domain_bars_png
+from tasks.evaluation.charts import curves_png, domain_bars_png, steps_png
 from tasks.evaluation.compare import Power, RunScore, compare, rounded, steps_markdown, table_markdown, verdict
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
@@ -122,17 +122,17 @@ def comparison_text(table: dict) -> str:
                       f"Verdict: {table['verdict']}"])
 
 
-def histories(parent_id: str) -> dict[str, dict[int, list[tuple[int, float]]]]:
-    """variant -> seed -> [(training tokens, macro bpb)] from the runs' metric histories (the tokens each step had
-    trained on as the trainer logged them: under a batch ramp the updates differ in size; a run that logged no
+def histories(parent_id: str, metric: str = "macro") -> dict[str, dict[int, list[tuple[int, float]]]]:
+    """variant -> seed -> [(training tokens, bpb of `metric`)] from the runs' metric histories (the tokens each step
+    had trained on as the trainer logged them: under a batch ramp the updates differ in size; a run that logged no
     `tokens`, trained before ramps, had updates of one size)."""
     client = mlflow.MlflowClient()
     curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
     for (variant, seed), run in training_runs(parent_id).items():
-        tokens = {metric.step: int(metric.value) for metric in client.get_metric_history(run.info.run_id, "tokens")}
+        tokens = {point.step: int(point.value) for point in client.get_metric_history(run.info.run_id, "tokens")}
         per_update = int(run.data.tags["sluice.tokens_per_update"])
-        points = [(tokens.get(metric.step, metric.step * per_update), metric.value)
-                  for metric in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}macro")]
+        points = [(tokens.get(point.step, point.step * per_update), point.value)
+                  for point in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}{metric}")]
         curves.setdefault(variant, {})[seed] = sorted(points)
     return curves
 
@@ -164,6 +164,8 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     os.makedirs(report_dir, exist_ok=True)
     charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
               domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]
+    if len(table["variants"]) > 2:
+        charts.append(steps_png(table, os.path.join(report_dir, "steps_by_domain.png")))
     text = comparison_text(table)
     why_lines = ["| variant | documents in | documents out | removed (documents / ≈tokens per reason) | unique tokens "
                  "| epochs |", "|---|---|---|---|---|---|"]

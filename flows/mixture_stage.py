@@ -42,7 +42,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         result = mix_task(pairs, stage.stage_dir, vocab_size, config, planned=draw_chart)   # passes fan out
         # candidates: every document the passes read, drawn or not (the work grows with them, not the budget)
         stats = StageStats(candidates=sum(entry.documents for entry in token_shards),
-                           documents_out=result["train_documents"] + result["validation_documents"],
+                           documents_out=result["train_pieces"] + result["validation_documents"],
                            seconds=result["seconds"],
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))
         stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
@@ -55,7 +55,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]}, files=[chart])
         shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
                              sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]
-        summary = {key: result[key] for key in ("sources", "train_tokens", "train_documents", "validation_tokens",
+        summary = {key: result[key] for key in ("sources", "train_tokens", "train_pieces", "validation_tokens",
                                                 "validation_documents", "max_abs_weight_error")}
         return StageOutput(shards=shards, stats=stats, report=report, summary=summary)
 

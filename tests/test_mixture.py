@@ -1,5 +1,6 @@
-"""Data-mixture sampling over token shards: weights met at document granularity, repetition up to the cap,
-clear errors, a validation split disjoint from training, and results independent of shard placement."""
+"""Data-mixture sampling over token shards: weights met at the granularity of pieces, repetition up to the cap,
+clear errors, a validation split disjoint from training, results independent of shard placement, long documents
+drawn in proportion, and draws coupled across variants that share documents."""
 from __future__ import annotations
 
 import numpy as np
@@ -80,7 +81,7 @@ def test_a_source_is_repeated_up_to_its_cap(tmp_path):
     german = next(row for row in result["sources"] if row["source"] == "german")
     assert 1.0 < german["epochs"] <= 2.0
     drawn = documents_in(result, "train")
-    assert len(drawn) > len(set(drawn))                      # repeats, each a whole document
+    assert len(drawn) > len(set(drawn))                      # repeats (documents under chunk_tokens: whole)
     with pytest.raises(ValueError, match=r"needs .* tokens .* at most 2.0 epochs"):
         mix(write(tmp_path / "b", docs, 2), str(tmp_path / "out-b"), VOCAB, two_sources(400_000))
 
@@ -88,7 +89,7 @@ def test_a_source_is_repeated_up_to_its_cap(tmp_path):
 def test_the_cut_and_the_fill_window_are_those_of_the_dense_bins():
     """The plan sums only the occupied bins; its cut and window are those their definitions give on all 2^20 bins:
     the cut is the last boundary with at most the target's remainder below it, the window ends at the first boundary
-    with FILL_WINDOW more documents below it (bins at both ends, empty bins and documents of no tokens included)."""
+    with FILL_WINDOW more pieces below it (bins at both ends, empty bins and pieces of no tokens included)."""
     rng = np.random.default_rng(3)
     for trial in range(40):
         counts = []
@@ -100,7 +101,7 @@ def test_the_cut_and_the_fill_window_are_those_of_the_dense_bins():
         tokens, documents = np.zeros(BINS + 1, np.int64), np.zeros(BINS + 1, np.int64)
         for count in counts:
             np.add.at(tokens, count.bins[0] + 1, count.tokens[0])
-            np.add.at(documents, count.bins[0] + 1, count.documents[0])
+            np.add.at(documents, count.bins[0] + 1, count.pieces[0])
         below_tokens, below_documents = np.cumsum(tokens), np.cumsum(documents)       # in the bins below each boundary
         # half the budgets fall on a boundary, where the cut must take the last of the boundaries of equal tokens
         budget = int(rng.choice(below_tokens)) if trial % 2 else int(rng.integers(0, 2 * below_tokens[-1]))
@@ -109,8 +110,8 @@ def test_the_cut_and_the_fill_window_are_those_of_the_dense_bins():
         (draw,) = plan_draws(counts, config)
         remaining = budget % below_tokens[-1]
         assert draw.cut == np.flatnonzero(below_tokens <= remaining).max()
-        assert (draw.cut_tokens, draw.cut_documents) == (below_tokens[draw.cut], below_documents[draw.cut])
-        assert draw.window_end == min(BINS, np.flatnonzero(below_documents >= draw.cut_documents + FILL_WINDOW).min(
+        assert (draw.cut_tokens, draw.cut_pieces) == (below_tokens[draw.cut], below_documents[draw.cut])
+        assert draw.window_end == min(BINS, np.flatnonzero(below_documents >= draw.cut_pieces + FILL_WINDOW).min(
             initial=BINS))
 
 
@@ -135,3 +136,52 @@ def test_the_mixture_does_not_depend_on_shard_placement(tmp_path, shard_tokens):
         assert len({shard["path"].rsplit(".", 1)[0] for shard in train}) == parts_for(first["train_tokens"], shard_tokens)
         assert all(shard["tokens"] <= shard_tokens or shard["documents"] == 1 for shard in train)
     assert not (tmp_path / "out-a" / "work").exists()
+
+
+def drawn_tokens(result: dict) -> dict[int, int]:
+    """Training tokens drawn per document (every token of document i is i + 10)."""
+    counts: dict[int, int] = {}
+    for shard in result["shards"]:
+        if "/train." in shard["path"]:
+            tokens = np.asarray(TokenShard(shard["path"]).tokens)
+            for value, count in zip(*np.unique(tokens, return_counts=True)):
+                counts[int(value) - 10] = counts.get(int(value) - 10, 0) + int(count)
+    return counts
+
+
+def test_a_giant_document_is_drawn_in_proportion_not_all_or_nothing(tmp_path):
+    """A page of 6,000 tokens among 400 short documents (~64k tokens), a budget of a fifth: drawn whole, the page
+    is a tenth of the draw or absent; drawn in pieces of 64 tokens, each seed takes about a fifth of it, in pieces
+    of at most 64 tokens."""
+    docs = corpus() + [{"id": "giant", "lang": "en", "length": 6000, "token": 400 + 10}]
+    pairs = write(tmp_path, docs, 2)
+    shares = []
+    for seed in range(4):
+        config = MixtureConfig(token_budget=13_000, validation_fraction=0.0, seed=seed, chunk_tokens=64)
+        result = mix(pairs, str(tmp_path / f"out-{seed}"), VOCAB, config)
+        shares.append(drawn_tokens(result).get(400, 0) / 6000)
+        pieces = [len(TokenShard(shard["path"]).document(i)) for shard in result["shards"] for i in
+                  range(shard["documents"])]
+        assert max(pieces) <= 64 and result["train_pieces"] == len(pieces)
+    assert all(0.1 < share < 0.3 for share in shares), shares
+    whole = [drawn_tokens(mix(pairs, str(tmp_path / f"whole-{seed}"), VOCAB, MixtureConfig(
+        token_budget=13_000, validation_fraction=0.0, seed=seed, chunk_tokens=10_000))).get(400, 0) / 6000
+        for seed in range(4)]
+    assert set(whole) <= {0.0, 1.0}                             # the whole-document draw: all or nothing
+
+
+def test_variants_that_share_documents_draw_them_alike_for_a_seed(tmp_path):
+    """A filtered variant (every third document removed) and the unfiltered corpus, one seed and budget: each
+    piece of a shared document has one point in both, so the unfiltered draw (the lower cut) of a shared
+    document's pieces is contained in the filtered one's; a different seed draws otherwise."""
+    docs = [doc | {"length": doc["length"] * 4} for doc in corpus()]
+    kept = [doc for index, doc in enumerate(docs) if index % 3]
+    config = MixtureConfig(token_budget=40_000, validation_fraction=0.0, chunk_tokens=64)
+    full = drawn_tokens(mix(write(tmp_path / "a", docs, 3), str(tmp_path / "out-a"), VOCAB, config))
+    filtered = drawn_tokens(mix(write(tmp_path / "b", kept, 2), str(tmp_path / "out-b"), VOCAB, config))
+    shared = [doc["token"] - 10 for doc in kept]
+    contained = [full.get(doc, 0) <= filtered.get(doc, 0) for doc in shared]
+    assert sum(contained) >= 0.98 * len(shared)                 # all but fill-window pieces
+    other_seed = drawn_tokens(mix(write(tmp_path / "c", kept, 2), str(tmp_path / "out-c"), VOCAB,
+                                  config.model_copy(update={"seed": 1})))
+    assert sum(full.get(doc, 0) <= other_seed.get(doc, 0) for doc in shared) < 0.9 * len(shared)

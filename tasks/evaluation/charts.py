@@ -73,3 +73,33 @@ def domain_bars_png(table: dict, path: str) -> str:
 def _drawn(value: float | None) -> float:
     """A figure the comparison could not give (one seed: no seed std) is left out of the chart."""
     return np.nan if value is None else value
+
+
+def steps_png(table: dict, path: str) -> str:
+    """Per domain (and macro), each incremental step's difference (a variant minus the one before it) as a bar,
+    with its minimum detectable effect as a ± band: a bar that leaves its band by far is called (drawn solid),
+    one inside it is noise at this many seeds (drawn pale)."""
+    metrics = table["metrics"]
+    names = list(table["variants"])
+    pairs = list(zip(names, names[1:]))
+    with default_style():
+        fig = new_figure((9.5, 4.5))
+        axes = fig.add_subplot()
+        width = 0.8 / max(1, len(pairs))
+        for index, (before, after) in enumerate(pairs):
+            step = table["variants"][after]["vs_previous"]
+            positions = np.arange(len(metrics)) + (index - (len(pairs) - 1) / 2) * width
+            colour = f"C{names.index(after)}"
+            differences = [_drawn(step[m]["difference"]) for m in metrics]
+            bars = axes.bar(positions, differences, width, color=colour, label=f"{before} → {after}")
+            for bar, metric in zip(bars, metrics):
+                bar.set_alpha(1.0 if step[metric]["called"] else 0.35)
+            axes.errorbar(positions, np.zeros(len(metrics)), yerr=[_drawn(step[m]["mde"]) for m in metrics],
+                          fmt="none", ecolor="grey", capsize=3, linewidth=1)
+        axes.axhline(0.0, color="black", linewidth=0.8)
+        axes.set_xticks(np.arange(len(metrics)), metrics)
+        axes.set_ylabel("bits per byte minus the previous variant's")
+        axes.set_title("Each step's effect per domain (below 0: better; grey: ± detectable effect; pale: not called)")
+        axes.grid(axis="y", alpha=0.3)
+        axes.legend(fontsize=8)
+        return save_png(fig, path)

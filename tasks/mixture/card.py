@@ -10,15 +10,15 @@ from tasks.charts import default_style, new_figure, save_png
 
 def card_markdown(result: dict) -> str:
     rows = [f"| {r['source']} | {r['weight_requested']:.4f} | {r['weight_realized']:.4f} | {r['tokens_requested']:,} "
-            f"| {r['tokens_realized']:,} | {r['documents_drawn']} of {r['documents_available']} | {r['epochs']} |"
+            f"| {r['tokens_realized']:,} | {r['pieces_drawn']} of {r['pieces_available']} | {r['epochs']} |"
             for r in result["sources"]]
     return "\n".join([
         "## Data mixture", "",
-        f"- training: {result['train_tokens']:,} tokens in {result['train_documents']} documents "
+        f"- training: {result['train_tokens']:,} tokens in {result['train_pieces']} pieces of documents "
         f"(repeats counted); validation: {result['validation_tokens']:,} tokens in "
         f"{result['validation_documents']} documents, none of them in training",
         f"- largest gap between requested and realized weight: {result['max_abs_weight_error']:.4f}", "",
-        "| source | weight requested | weight realized | tokens requested | tokens realized | documents drawn "
+        "| source | weight requested | weight realized | tokens requested | tokens realized | pieces drawn "
         "| epochs |", "|---|---|---|---|---|---|---|", *rows])
 
 

@@ -3,9 +3,9 @@ shards for a token budget, in four passes over the shards, none of which holds t
 
 - Validation: documents whose hash of (seed, id) falls under `validation_fraction`, among those any source
   selects; never in training, written once each.
-- Training: each source gets round(weight x budget) tokens at document granularity: whole epochs while the
-  target exceeds the source, up to `max_epochs` (a budget that needs more is an error with the numbers), then
-  the documents under a seeded cut (`selection`). The copies of every source are shuffled together by a seeded
+- Training: each source gets round(weight x budget) tokens at the granularity of pieces (documents cut into
+  `chunk_tokens`-token chunks): whole epochs while the target exceeds the source, up to `max_epochs` (a budget
+  that needs more is an error with the numbers), then the pieces under a seeded cut (`selection`). The copies of every source are shuffled together by a seeded
   key and written in shards of at most `shard_tokens` tokens (`placement`), so any prefix of the stream is
   already a mixture. A document's draws and place depend on its id and the config, not on its shard.
 
@@ -64,7 +64,7 @@ def mix(pairs: list[tuple[str, str]], out_dir: str, vocab_size: int, config: Mix
     shuffled = remove_folder(layout.work)
     shards = [shard for part in written for shard in part["shards"]]
     return {"sources": rows, "train_tokens": realized,
-            "train_documents": sum(row["documents_drawn"] for row in rows),
+            "train_pieces": sum(row["pieces_drawn"] for row in rows),
             "validation_tokens": validation_tokens,
             "validation_documents": sum(count.validation_documents for count in counts),
             "max_abs_weight_error": round(max(abs(r["weight_realized"] - r["weight_requested"]) for r in rows), 6),

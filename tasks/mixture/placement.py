@@ -1,11 +1,11 @@
 """Where the drawn documents go: one seeded order over the whole stream, written part by part.
 
-Every drawn copy of a document gets an order key, a hash of (seed, source, epoch, id); validation documents
-are ordered by their seeded hash. A split's stream is its copies sorted by key: a shuffle of every source
+Every drawn copy of a piece gets an order key, a hash of (seed, source, epoch, id, chunk); validation documents
+(whole) are ordered by their seeded hash. A split's stream is its copies sorted by key: a shuffle of every source
 together (so any prefix of it is already a mixture) that no shard placement can change. Keys are uniform, so
 their top bits cut the stream into parts of about `shard_tokens` tokens each. Each token shard writes
-(key, shard, row) references per part; each part sorts its references and copies their tokens into shards
-`<split>.<PPPPP>.<KKK>` of at most `shard_tokens` tokens. Parts in order, then pieces in order, are the stream
+(key, shard, row, start, length) references per part; each part sorts its references and copies those token
+ranges into shards `<split>.<PPPPP>.<KKK>` of at most `shard_tokens` tokens. Parts in order, then pieces in order, are the stream
 in order, and no step holds more than one shard's documents or one part's references.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from configs.mixture import MixtureConfig
 from storage.token_shard import TokenShard, TokenShardWriter, token_shard_sha256
-from tasks.mixture.selection import SourceDraw, hashes64, read_shard, selection_points
+from tasks.mixture.selection import SourceDraw, hashes64, read_shard, selection_points, source_pieces
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT
 from tasks.resumable import run_once
 
@@ -59,30 +59,34 @@ def write_refs(job: tuple[int, tuple[str, str]], config: MixtureConfig, draws: l
 
     def compute() -> dict:
         docs = read_shard(pair, config)
-        keys, rows = [], []
-        for source, (members, draw) in enumerate(zip(docs.training, draws)):
-            where = np.flatnonzero(members)
-            last_epoch = where[draw.drawn_last_epoch(selection_points([docs.ids[i] for i in where], config.seed,
-                                                                          source))]
+        keys, refs = [], []
+        for source, draw in enumerate(draws):
+            pieces = source_pieces(docs, source, config.chunk_tokens)
+            ranges = np.stack([pieces.rows, pieces.starts(config.chunk_tokens), pieces.tokens], axis=1)
+            last_epoch = draw.drawn_last_epoch(selection_points(docs, pieces, config.seed, source))
             for epoch in range(draw.whole_epochs + 1):
-                chosen = where if epoch < draw.whole_epochs else last_epoch
-                keys.append(hashes64([f"{config.seed}\0{source}\0{epoch}\0{docs.ids[i]}" for i in chosen]))
-                rows.append(chosen)
+                chosen = slice(None) if epoch < draw.whole_epochs else last_epoch
+                keys.append(hashes64([f"{config.seed}\0{source}\0{epoch}\0{docs.ids[row]}\0{chunk}" for row, chunk
+                                      in zip(pieces.rows[chosen].tolist(), pieces.chunks[chosen].tolist())]))
+                refs.append(ranges[chosen])
         validation = np.flatnonzero(docs.validation)
-        for split, split_keys, split_rows in ((TRAIN_SPLIT, np.concatenate(keys), np.concatenate(rows)),
-                                              (VALIDATION_SPLIT, docs.order_keys[validation], validation)):
-            _scatter(layout, split, index, split_keys, split_rows.astype(np.uint64))
-        return {"copies": int(sum(part.size for part in rows)), "validation": int(validation.size)}
+        whole = np.stack([validation, np.zeros_like(validation), docs.tokens[validation]], axis=1)
+        train = np.concatenate(refs) if refs else np.empty((0, 3), np.int64)
+        for split, split_keys, split_refs in ((TRAIN_SPLIT, np.concatenate(keys), train),
+                                              (VALIDATION_SPLIT, docs.order_keys[validation], whole)):
+            _scatter(layout, split, index, split_keys, split_refs.astype(np.uint64))
+        return {"copies": int(train.shape[0]), "validation": int(validation.size)}
 
     return run_once(f"{layout.work}/records/refs/{index:05d}.json", compute)
 
 
-def _scatter(layout: Layout, split: str, shard: int, keys: np.ndarray, rows: np.ndarray) -> None:
+def _scatter(layout: Layout, split: str, shard: int, keys: np.ndarray, ranges: np.ndarray) -> None:
+    """`ranges`: (row, start, length) of each copy's tokens in its document."""
     parts = layout.parts[split]
     part = _part_of(keys, parts)
     order = np.argsort(part, kind="stable")
     bounds = np.searchsorted(part[order], np.arange(parts + 1))
-    refs = np.stack([keys, np.full(keys.size, shard, np.uint64), rows], axis=1)[order]
+    refs = np.column_stack([keys, np.full(keys.size, shard, np.uint64), ranges])[order]
     for index in range(parts):
         path = layout.refs_path(split, index, shard)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -90,7 +94,8 @@ def _scatter(layout: Layout, split: str, shard: int, keys: np.ndarray, rows: np.
 
 
 def write_part(job: tuple[str, int], layout: Layout, vocab_size: int, shard_tokens: int) -> dict:
-    """One part of a split: its references from every token shard, in key order, copied into token shards."""
+    """One part of a split: its references from every token shard, in key order, their token ranges copied into
+    token shards."""
     split, part = job
 
     def compute() -> dict:
@@ -99,20 +104,20 @@ def write_part(job: tuple[str, int], layout: Layout, vocab_size: int, shard_toke
         refs = refs[np.argsort(refs[:, 0], kind="stable")]
         opened: dict[int, TokenShard] = {}
 
-        def tokens(shard: int, row: int) -> np.ndarray:
+        def tokens(shard: int, row: int, start: int, length: int) -> np.ndarray:
             if shard not in opened:
                 opened[shard] = TokenShard(layout.token_bases[shard])
-            return opened[shard].document(row)
+            return opened[shard].document(row)[start:start + length]
 
-        documents = (tokens(int(shard), int(row)) for _, shard, row in refs)
+        documents = (tokens(int(shard), int(row), int(start), int(length)) for _, shard, row, start, length in refs)
         return {"shards": _write(documents, f"{layout.out_dir}/{split}.{part:05d}", vocab_size, shard_tokens)}
 
     return run_once(f"{layout.work}/records/write/{split}-{part:05d}.json", compute)
 
 
 def _write(documents, prefix: str, vocab_size: int, shard_tokens: int) -> list[dict]:
-    """Documents in the given order into `<prefix>.<KKK>` token shards of at most `shard_tokens` tokens (a
-    single longer document gets a shard of its own)."""
+    """Pieces in the given order into `<prefix>.<KKK>` token shards of at most `shard_tokens` tokens (a single
+    longer piece gets a shard of its own)."""
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     written, writer, filled = [], None, 0
     for tokens in documents:
