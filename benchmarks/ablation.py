@@ -48,10 +48,11 @@ SENTENCEPIECE_DEFAULTS = {"normalization": "nmt_nfkc", "remove_extra_whitespaces
 
 
 def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench",
-                   tokenizer: dict | None = None, seed_controls: list[str] | None = None, eval_every: int = 64):
+                   tokenizer: dict | None = None, seed_controls: list[str] | None = None, eval_every: int = 64,
+                   model: dict = MODEL):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
     baseline), seeds and tokens; `tokenizer`: settings over the shipped file's; `seed_controls`: what a seed sets,
-    if not the shipped file's; `eval_every`: updates between scorings of the suite."""
+    if not the shipped file's; `eval_every`: updates between scorings of the suite; `model`: the model's shape."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
@@ -62,7 +63,7 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
             "seeds": list(range(seeds)), "tokens": tokens, "seed_controls": seed_controls or raw["seed_controls"],
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096} | (tokenizer or {}),
             "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
-    raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
+    raw["train"] |= {"model": model, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
                      "eval": {"every": eval_every, "batches": 2}, "checkpoint": {"every": 32}}
     return parse_ablation(raw, origin="benchmarks/ablation.py")
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def attribution(result: dict, ablation, chart: Path) -> dict:
     """The incremental ablation's steps, data efficiency and noise (benchmarks/attribution.py), and its chart."""
-    from benchmarks.attribution import noise, steps, suite_curves, tokens_to_match
+    from benchmarks.attribution import noise, steps, suite_curves, token_extrapolation, tokens_to_match
     from flows.ablation import look_power
     from tasks.evaluation.charts import steps_png
 
@@ -154,6 +155,7 @@ def attribution(result: dict, ablation, chart: Path) -> dict:
     return {"steps": steps(table), "step_verdicts": table["step_verdicts"],
             "tokens_to_match_raw": tokens_to_match(curves, variants[0], variants[-1]),
             "noise_final_vs_tail": noise(curves, variants, variants[0], look_power(ablation)),
+            "tokens_to_resolve": token_extrapolation(curves, variants, variants[0], look_power(ablation)),
             "chart": str(chart.relative_to(ROOT))}
 
 

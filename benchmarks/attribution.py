@@ -17,7 +17,7 @@ import numpy as np
 
 from flows.ablation_report import histories
 from tasks.evaluation.charts import seed_curves
-from tasks.evaluation.compare import Power, RunScore, compare
+from tasks.evaluation.compare import Power, RunScore, compare, detectable_effect
 
 TAIL = 0.25          # the share of training whose evaluations a tail-averaged score takes
 
@@ -98,3 +98,50 @@ def noise(curves: dict, variants: list[str], baseline: str, power: Power) -> dic
     return {"comparisons": rows, "tail_share_of_tokens": TAIL,
             "median_tail_over_final": round(float(np.median(ratios)), 3) if ratios else None,
             "median_paired_over_seed_std": round(float(np.median(coupling)), 3) if coupling else None}
+
+
+def token_extrapolation(curves: dict, variants: list[str], baseline: str, power: Power) -> dict:
+    """How many tokens per run would resolve each uncalled comparison with the baseline (macro), extrapolated
+    from the run's own evaluations, and a check of that extrapolation against a measurement.
+
+    At each evaluation t the seeds' paired differences give a t statistic z(t) = mean / (std / sqrt(n)). A power
+    law z = c t^k is fitted to the evaluations in the second half of training; the tokens per run at which z
+    reaches the noncentrality that gives `power.power` at n seeds are c and k solved for it. The evaluations of
+    one run are not runs of those lengths (the learning rate has not decayed at an intermediate evaluation), so
+    the check fits the same law to the evaluations up to half of the run only and compares its z at the end of
+    the run with the z measured there."""
+    rows = {}
+    for name in variants:
+        if name == baseline:
+            continue
+        points, ours = seed_curves(curves["macro"][name])
+        _, theirs = seed_curves(curves["macro"][baseline])
+        pairs = min(len(ours), len(theirs))
+        if pairs < 2 or ours.shape[1] != theirs.shape[1]:
+            continue
+        differences = ours[:pairs] - theirs[:pairs]
+        z = np.abs(differences.mean(axis=0)) / (differences.std(axis=0, ddof=1) / np.sqrt(pairs))
+        tokens = np.asarray(points, float)
+        needed = detectable_effect(1.0, pairs, power) * np.sqrt(pairs)      # the noncentrality giving the power
+        late, early = tokens >= tokens[-1] / 2, tokens <= tokens[-1] / 2
+        fit = _power_law(tokens[late], z[late])
+        check = _power_law(tokens[early], z[early])
+        row = {"z_final": round(float(z[-1]), 3), "z_needed": round(float(needed), 3),
+               "exponent": None if fit is None else round(fit[1], 3)}
+        if fit is not None and fit[1] > 0:
+            row["tokens_to_resolve"] = int(np.exp((np.log(needed) - fit[0]) / fit[1]))
+        if check is not None:
+            predicted = float(np.exp(check[0] + check[1] * np.log(tokens[-1])))
+            row["check"] = {"fitted_on_tokens_up_to": int(tokens[early][-1]), "z_predicted_at_end": round(predicted, 3),
+                            "z_measured_at_end": round(float(z[-1]), 3)}
+        rows[f"{baseline} -> {name}"] = row
+    return rows
+
+
+def _power_law(tokens: np.ndarray, z: np.ndarray) -> tuple[float, float] | None:
+    """(log c, k) of z = c t^k by least squares in log space, over the positive z; None with fewer than 2."""
+    keep = z > 0
+    if keep.sum() < 2:
+        return None
+    slope, intercept = np.polyfit(np.log(tokens[keep]), np.log(z[keep]), 1)
+    return float(intercept), float(slope)

@@ -251,10 +251,19 @@ def now() -> str:
     return dt.datetime.now().isoformat(timespec="minutes")
 
 
+def git_commit() -> str:
+    """The commit measured, with `+changes` when the working tree differed from it."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return head + ("+changes" if dirty else "")
+
+
 def write_result(path: Path, result: dict, script: str, argv: list[str], machine: dict | None = None) -> None:
     """The result file: the command that produced it and the date first, then the figures, then the machine (this
     one, unless the figures were measured elsewhere and `machine` says where)."""
-    document = {"command": command_line(script, argv), "date": now(), **result, "machine": machine or machine_info()}
+    document = {"command": command_line(script, argv), "date": now(), "commit": git_commit(), **result,
+                "machine": machine or machine_info()}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     log(f"wrote {path}")

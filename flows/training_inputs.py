@@ -44,23 +44,33 @@ def train_on_mixture(spec: TrainingConfig, name: str, store: str, experiment: st
     `<store>/train/<run key>-<trainer code version>`: the same run by the same code finds its checkpoints again,
     and after an edit to the trainer's code the run trains anew."""
     bases = [url.removesuffix(".bin") for url in stage_shard_urls(mixture)]
-    checkpoint_dir = run_folder(store, spec, tokenizer, mixture)
-    trainer_code = checkpoint_dir.rpartition("-")[2]
-    vocab_size = tokenizer["stats"]["notes"]["vocab_size"]
+    return train_on_shards(spec, name, run_folder(store, spec, tokenizer, mixture), bases,
+                           stage_file(tokenizer, MODEL_FILE), tokenizer["stats"]["notes"]["vocab_size"],
+                           tokenizer["stats"].get("summary", {}).get("heldout_bytes_per_token"),
+                           experiment, tracking_uri,
+                           tags | {"sluice.mixture_manifest": mixture["manifest"],
+                                   "sluice.mixture_digest": mixture["digest"],
+                                   "sluice.tokenizer_digest": tokenizer["digest"]})
+
+
+def train_on_shards(spec: TrainingConfig, name: str, checkpoint_dir: str, bases: list[str], tokenizer_model: str,
+                    vocab_size: int, bytes_per_token: float | None, experiment: str, tracking_uri: str,
+                    tags: dict[str, str]) -> TrainingConfig:
+    """`spec` made concrete for token shards (`bases`: a mixture's train.* and validation.* shards) and a
+    tokenizer, checkpointing to `checkpoint_dir` (whose name ends with the trainer's code version, see
+    run_folder)."""
     return spec.model_copy(deep=True, update={
         "name": name,
         "model": spec.model.model_copy(update={"vocab_size": vocab_size}),
         "data": spec.data.model_copy(update={
             "train": split_bases(bases, TRAIN_SPLIT),
             "validation": split_bases(bases, VALIDATION_SPLIT),
-            "tokenizer": stage_file(tokenizer, MODEL_FILE),
-            "bytes_per_token": tokenizer["stats"].get("summary", {}).get("heldout_bytes_per_token")}),
+            "tokenizer": tokenizer_model,
+            "bytes_per_token": bytes_per_token}),
         "checkpoint": spec.checkpoint.model_copy(update={"dir": checkpoint_dir}),
         "mlflow": spec.mlflow.model_copy(update={
             "experiment": experiment, "tracking_uri": tracking_uri,
-            "tags": {**spec.mlflow.tags, **tags,
-                     "sluice.mixture_manifest": mixture["manifest"], "sluice.mixture_digest": mixture["digest"],
-                     "sluice.tokenizer_digest": tokenizer["digest"], TRAINER_CODE_TAG: trainer_code}}),
+            "tags": {**spec.mlflow.tags, **tags, TRAINER_CODE_TAG: checkpoint_dir.rpartition("-")[2]}}),
     })
 
 
