@@ -49,10 +49,11 @@ SENTENCEPIECE_DEFAULTS = {"normalization": "nmt_nfkc", "remove_extra_whitespaces
 
 def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: int, name: str = "ablation-bench",
                    tokenizer: dict | None = None, seed_controls: list[str] | None = None, eval_every: int = 64,
-                   model: dict = MODEL):
+                   model: dict = MODEL, variance_split: bool = False):
     """configs/ablation.yaml on the bench corpus with the benchmark's model, these variants (the first is the
     baseline), seeds and tokens; `tokenizer`: settings over the shipped file's; `seed_controls`: what a seed sets,
-    if not the shipped file's; `eval_every`: updates between scorings of the suite; `model`: the model's shape."""
+    if not the shipped file's; `eval_every`: updates between scorings of the suite; `model`: the model's shape;
+    `variance_split`: also the baseline with each seed control alone."""
     from configs.ablation import parse_ablation
 
     raw = yaml.safe_load((ROOT / "configs" / "ablation.yaml").read_text())
@@ -62,7 +63,8 @@ def bench_ablation(corpus: Path, variants: dict[str, dict], seeds: int, tokens: 
     raw |= {"name": name, "base": base, "origin": str(ROOT), "variants": variants, "baseline": next(iter(variants)),
             "seeds": list(range(seeds)), "tokens": tokens, "seed_controls": seed_controls or raw["seed_controls"],
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096} | (tokenizer or {}),
-            "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
+            "mlflow": {"experiment": "sluice-ablation-bench", "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"},
+            "variance_split": variance_split}
     raw["train"] |= {"model": model, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
                      "eval": {"every": eval_every, "batches": 2}, "checkpoint": {"every": 32}}
     return parse_ablation(raw, origin="benchmarks/ablation.py")
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         "ablation had before it was made lossless"))
     parser.add_argument("--seed-controls", help="comma-separated: what a run's seed sets (default: the shipped "
                                                   "file's init,data_order,mixture_draw)")
+    parser.add_argument("--variance-split", action="store_true", help=(
+        "also the baseline with each seed control varied alone (which part of the seed noise each holds)"))
     parser.add_argument("--incremental", action="store_true", help=(
         "all five shipped variants, scored every 32 updates, attributed step by step (results/ablation_incremental"
         ".json unless --out)"))
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ablation = bench_ablation(corpus, shipped_variants(args.variants.split(",")), args.seeds, args.tokens,
                               tokenizer=SENTENCEPIECE_DEFAULTS if args.sentencepiece_defaults else None,
                               seed_controls=args.seed_controls.split(",") if args.seed_controls else None,
-                              eval_every=32 if args.incremental else 64)
+                              eval_every=32 if args.incremental else 64, variance_split=args.variance_split)
     budget_figures(ablation)
     started = time.perf_counter()
     result = ablation_flow(ablation)
@@ -153,6 +157,7 @@ def attribution(result: dict, ablation, chart: Path) -> dict:
     curves = suite_curves(result["mlflow_run_id"], table["metrics"])
     steps_png(table, str(chart))
     return {"steps": steps(table), "step_verdicts": table["step_verdicts"],
+            "variance_split": table.get("variance_split") or "not measured: run with --variance-split",
             "tokens_to_match_raw": tokens_to_match(curves, variants[0], variants[-1]),
             "noise_final_vs_tail": noise(curves, variants, variants[0], look_power(ablation)),
             "tokens_to_resolve": token_extrapolation(curves, variants, variants[0], look_power(ablation)),

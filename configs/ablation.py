@@ -79,6 +79,9 @@ class AblationConfig(StrictModel):
     eval: EvalSuiteConfig
     dask: DaskConfig | None = Field(None, description="default: the base recipe's")
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-ablation"))
+    variance_split: bool = Field(False, description=(
+        "also train the baseline variant with each seed control varied alone over the seeds, and report which part "
+        "of the seed noise each holds (`sluice ablate --variance-split`)"))
     reuse_older_runs: bool = Field(False, description=(
         "keep runs trained by an earlier version of the trainer's code instead of training them again; the table "
         "marks them and the verdict says so (`sluice ablate --reuse-older-runs`)"))

@@ -23,8 +23,8 @@ from configs.ablation import AblationConfig
 from configs.schema import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
-from flows.ablation_report import (RUN_KIND, ablation_datasets, comparison, power_tags, publish_ablation_report,
-                                   run_role)
+from flows.ablation_report import (RUN_KIND, SPLIT_KIND, ablation_datasets, comparison, power_tags,
+                                   publish_ablation_report, run_role)
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
 from flows.training_flow import training_flow
@@ -40,6 +40,7 @@ from tracking.store import run_page_url, use_experiment
 from training.plan import plan
 
 RESULT_FILE = "ablation_result.json"       # beside a finished run's checkpoints
+NOT_IN_KEY = {"origin", "reuse_older_runs", "variance_split"}     # settings that leave the comparison as it is
 
 
 def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
@@ -87,7 +88,9 @@ def _ablation(ablation: AblationConfig) -> dict:
             if look < len(looks) and headline_called(comparison(parent_id)):
                 logger.info("ablation %s: the headline comparison is called at %d seeds", ablation.name, len(seeds))
                 break
-        report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report")
+        split = _variance_split(ablation, seeds, recipes, anchor, tracking, parent_id, seq_len, per_update) \
+            if ablation.variance_split else None
+        report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report", split)
     run = mlflow.get_run(parent_id)
     return {"ablation": ablation.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id), **report}
@@ -107,13 +110,13 @@ def look_power(ablation: AblationConfig) -> Power:
 
 def ablation_key(ablation: AblationConfig) -> str:
     """The ablation's identity: its settings and its base recipe's content, wherever the file was."""
-    body = ablation.model_dump(mode="json", exclude={"origin", "reuse_older_runs"}) | {"base": ablation.base_recipe()}
+    body = ablation.model_dump(mode="json", exclude=NOT_IN_KEY) | {"base": ablation.base_recipe()}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
     """The ablation's MLflow run: the one an earlier attempt of the same ablation started, else a new one."""
-    dumped = ablation.model_dump(mode="json", exclude={"origin", "reuse_older_runs"})
+    dumped = ablation.model_dump(mode="json", exclude=NOT_IN_KEY)
     # variant names such as `+dedup` are not valid parameter names: the variants and the base are in ablation.yaml
     settings = {key: value for key, value in dumped.items() if key not in ("variants", "base")}
     return resumable_parent_run(home, ablation.mlflow.experiment, ablation.name, {
@@ -135,15 +138,37 @@ def run_spec(ablation: AblationConfig, seed: int, suite_path: str) -> TrainingCo
         "eval": train.eval.model_copy(update={"suite": suite_path})})
 
 
+def _variance_split(ablation: AblationConfig, seeds: list[int], recipes: dict, anchor, tracking: str,
+                    parent_id: str, seq_len: int, per_update: int) -> dict[str, dict[int, str]]:
+    """control -> seed -> MLflow run id of the baseline variant trained with that seed control alone following
+    the seed (the other controls at their fixed values). A control's run at the first seed is often the main
+    run itself (every control at that seed), found again by its folder."""
+    baseline = ablation.baseline_variant
+    alone = {control: ablation.model_copy(update={"seed_controls": [control]}) for control in ablation.seed_controls}
+    with dask_cluster(anchor.dask) as address:
+        data = {control: prepare_data(single, seeds, {baseline: recipes[baseline]}, anchor,
+                                      DaskTaskRunner(address=address), ablation.train.hardware.data_parallel,
+                                      seq_len, parent_id)
+                for control, single in alone.items()}
+    return {control: {seed: _train(single, baseline, seed, data[control], anchor.store, tracking, parent_id,
+                                   per_update, member=False)["mlflow_run_id"] for seed in seeds}
+            for control, single in alone.items()}
+
+
 def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store: str, tracking: str,
-           parent_id: str, per_update: int) -> dict:
+           parent_id: str, per_update: int, member: bool = True) -> dict:
+    """One (variant, seed) run, trained or found again; `member`: it joins the comparison (else it is a run of
+    the variance split, tagged with the seed controls it varies)."""
     logger = get_run_logger()
     mixture = data["variants"][variant]["mixtures"][seed]
     suite = data["suite"]
+    kind = {"sluice.kind": RUN_KIND} if member else {"sluice.kind": SPLIT_KIND,
+                                                      "sluice.seed_controls": ",".join(ablation.seed_controls)}
     config = train_on_mixture(
-        run_spec(ablation, seed, stage_file(suite, SUITE_FILE)), f"{ablation.name}-{variant}-seed{seed}", store,
-        ablation.mlflow.experiment, data["tokenizer"], mixture, tracking,
-        {"mlflow.parentRunId": parent_id, "sluice.kind": RUN_KIND, "sluice.ablation": ablation.name,
+        run_spec(ablation, seed, stage_file(suite, SUITE_FILE)),
+        f"{ablation.name}-{variant}-seed{seed}" + ("" if member else f"-{'-'.join(ablation.seed_controls)}-only"),
+        store, ablation.mlflow.experiment, data["tokenizer"], mixture, tracking,
+        {"mlflow.parentRunId": parent_id, **kind, "sluice.ablation": ablation.name,
          "sluice.variant": variant, "sluice.seed": str(seed), "sluice.tokens_per_update": str(per_update),
          "sluice.suite_digest": suite["digest"]})
     record = os.path.join(config.checkpoint.dir, RESULT_FILE)
@@ -162,5 +187,6 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
         log_datasets(result["mlflow_run_id"], ablation_datasets(mixture, suite))
         with open(record, "w") as handle:
             json.dump(result, handle)
-    join(parent_id, result["mlflow_run_id"], run_role(variant, seed))     # also when another ablation trained it
+    if member:
+        join(parent_id, result["mlflow_run_id"], run_role(variant, seed))     # also when another ablation trained it
     return result

@@ -9,6 +9,7 @@ import os
 import time
 
 import mlflow
+import numpy as np
 from mlflow.entities import Metric, Run
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
@@ -25,6 +26,7 @@ from tracking.run_members import members
 from tracking.store import artifact_url
 
 RUN_KIND = "ablation-run"
+SPLIT_KIND = "ablation-split-run"     # a run of the variance split (`variance_split`), not in the comparison
 SUITE_METRIC = "suite_bpb/"
 WHY_STAGES = ("dedup", "quality_filter", "decontaminate")
 
@@ -156,10 +158,35 @@ def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
     return rows
 
 
+def variance_split(table: dict, split: dict[str, dict[int, str]]) -> dict:
+    """Per seed control, the baseline's seed std of macro bpb with that control alone varying, and its share of
+    the variances summed over the controls; beside them the seed std with all of them varying."""
+    client = mlflow.MlflowClient()
+    rows = {}
+    for control, runs in split.items():
+        values = np.array([client.get_run(run_id).data.metrics[f"{SUITE_METRIC}macro"] for run_id in runs.values()])
+        rows[control] = {"seeds": len(values), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
+    total = sum(row["std"] ** 2 for row in rows.values())
+    for row in rows.values():
+        row["share"] = row["std"] ** 2 / total if total else None
+    baseline = table["variants"][table["baseline"]]["metrics"]["macro"]
+    return {"variant": table["baseline"], "controls": rows, "all_controls_std": baseline["std"]}
+
+
+def split_text(split: dict) -> str:
+    parts = ", ".join(f"{control} {row['std']:.4f}" + (f" ({row['share']:.0%})" if row["share"] is not None else "")
+                      for control, row in split["controls"].items())
+    return (f"Seed noise of {split['variant']} (macro bpb std over seeds) with one seed control varied at a time: "
+            f"{parts}; all together {split['all_controls_std']:.4f}.")
+
+
 def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict, tracking: str,
-                            report_dir: str) -> dict:
-    """Table, verdicts, charts and the removals, as MLflow artifacts of the parent run and Prefect artifacts."""
+                            report_dir: str, split: dict[str, dict[int, str]] | None = None) -> dict:
+    """Table, verdicts, charts and the removals, as MLflow artifacts of the parent run and Prefect artifacts;
+    `split`: the variance split's runs (control -> seed -> run id)."""
     table = comparison(parent_id)
+    if split:
+        table["variance_split"] = variance_split(table, split)
     removals = why(ablation, data)
     os.makedirs(report_dir, exist_ok=True)
     charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
@@ -175,6 +202,8 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
                             for stage, drops in row["removed"].items() if drops) or "nothing"
         why_lines.append(f"| {name} | {row['documents_in']} | {row['documents_out']} | {removed} | "
                          f"{row['unique_train_tokens']:,} | {row['epochs']} |")
+    if split:
+        text += "\n\n" + split_text(table["variance_split"])
     markdown = "\n".join([f"# Ablation {ablation.name}", "", f"**{table['verdict']}**", "", text, "",
                           "## What each variant's stages removed", "", *why_lines])
     client = mlflow.MlflowClient()

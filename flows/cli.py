@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ablate.add_argument("ablation", type=Path, help="an ablation file (configs/ablation.yaml)")
     ablate.add_argument("--reuse-older-runs", action="store_true", help=(
         "keep runs trained by an earlier version of the trainer's code (marked in the table) instead of retraining"))
+    ablate.add_argument("--variance-split", action="store_true", help=(
+        "also train the baseline with each seed control varied alone: which part of the seed noise each holds"))
     ablate.add_argument("--seed-rounds", type=int, metavar="MAX", help=(
         "add 2 seeds per round until the headline verdict is called or MAX seeds have run (alpha spent over the "
         "looks; the file's `seed_rounds`)"))
@@ -251,6 +253,8 @@ def _ablate(args) -> int:
     try:
         ablation = load_ablation(args.ablation)
         overrides = {"reuse_older_runs": True} if args.reuse_older_runs else {}
+        if args.variance_split:
+            overrides["variance_split"] = True
         if args.seed_rounds:
             overrides["seed_rounds"] = {"max": args.seed_rounds}
         if overrides:

@@ -292,6 +292,23 @@ def test_seed_rounds_add_seeds_until_called_or_the_cap_testing_at_the_spent_alph
     assert {run_id: len(client.get_metric_history(run_id, "loss")) for run_id in histories} == histories
 
 
+def test_the_variance_split_trains_the_baseline_with_each_seed_control_alone(ablation_raw, ablation_runs):
+    """With --variance-split the baseline is trained again with one seed control varying at a time (its first seed
+    is the main run); the split says which part of the noise each control holds and leaves the comparison as it
+    was."""
+    from flows.ablation import ablation_flow
+
+    first, _, _ = ablation_runs
+    result = ablation_flow(parse_ablation(ablation_raw | {"variance_split": True}))
+    assert result["mlflow_run_id"] == first["mlflow_run_id"]           # the same ablation, continued
+    assert result["table"]["runs"] == first["table"]["runs"]
+    split = result["table"]["variance_split"]
+    assert split["variant"] == "raw" and set(split["controls"]) == {"init", "data_order", "mixture_draw"}
+    assert all(row["seeds"] == 2 and row["std"] > 0 for row in split["controls"].values())
+    assert sum(row["share"] for row in split["controls"].values()) == pytest.approx(1.0)
+    assert "one seed control varied at a time" in result["markdown"]
+
+
 def _checkpointed_unfinished_run(train_dir: str, before: set[str]) -> str | None:
     """A training folder this ablation made that has a complete checkpoint and no result yet, once another
     folder of this ablation has finished (so the kill lands in the second run, after the first)."""
