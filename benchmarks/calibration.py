@@ -15,8 +15,8 @@ mixture (`tasks.mixture.mix`) from the same token shards, so what two arms share
 - `help`: 10% of the training tokens from held-out Gutenberg novels (no book of the suite; every piece sharing a
   13-gram with the suite left out), the rest from the full recipe: a planted improvement on the literary domain.
 
-A model smaller than the bench ablation's (2 layers, d_model 128: 0.8M parameters; `--tokens` per run) keeps
-the cost to ~40 s a run. What is measured:
+A model smaller than the bench ablation's (2 layers, d_model 128: 0.8M parameters; `--tokens` per run, 64
+updates at lr 0.003 after 8 warmup steps) keeps the cost to about a minute a run. What is measured:
 - *A/A*: the `full` arm's seeds split at random into two disjoint groups of 3 paired in order, `--resamples`
   times: the share called (p < 0.05) is the false-call rate; again with seed rounds (3 then 4 seeds each, alpha
   spent over the 2 looks). (Two arms of one recipe at the same seed are the same run, found in one store folder,
@@ -30,6 +30,7 @@ Writes `results/calibration.json`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import math
@@ -46,6 +47,7 @@ from benchmarks.ablation import bench_ablation, shipped_variants  # noqa: E402
 from benchmarks.harness import RESULTS, WORK, bench_env, ensure_corpus, log, write_result  # noqa: E402
 
 SMALL_MODEL = {"preset": "tiny", "n_layers": 2, "d_model": 128, "n_heads": 2, "seq_len": 256}
+SMALL_OPTIMIZER = {"lr": 0.003, "warmup_steps": 8}      # 64 updates: the bench's 40 warmup steps would take most
 HELP_BOOKS = ("austen-emma.txt", "austen-sense.txt", "chesterton-ball.txt", "chesterton-brown.txt")
 HELP_DOCUMENT_CHARS = 8000
 SOURCE_FULL, SOURCE_JUNK, SOURCE_HELP, SOURCE_SHADOW = "full", "junk", "help", "in-full"
@@ -67,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     corpus, origin = ensure_corpus()
     ablation = bench_ablation(corpus, shipped_variants(["raw", "+classifier"]), args.seeds, args.tokens,
                               name="calibration", eval_every=16, model=SMALL_MODEL)
+    train = ablation.train
+    ablation = ablation.model_copy(update={"train": train.model_copy(update={
+        "optimizer": train.optimizer.model_copy(update=SMALL_OPTIMIZER)})})
     data = arm_inputs(ablation)
     seeds = {"full": args.seeds, "junk10": args.seeds, "junk30": PAIRED_SEEDS, "help": PAIRED_SEEDS}
     runs = {arm: {seed: train_arm(ablation, data, arm, seed) for seed in range(seeds[arm])} for arm in ARMS}
@@ -194,7 +199,7 @@ def _help_shard(data: dict, inputs: Path) -> tuple[tuple[str, str], dict]:
                  "source": [SOURCE_HELP] * len(documents), "warc_offset": [0] * len(documents)}
         write_documents(rows, str(url))
         tokenize_shard(TokenizeJob(str(url), str(base), stage_file(data["tokenizer"], MODEL_FILE)))
-    return (str(base) + ".bin", str(url)), {"books": list(HELP_BOOKS), "documents": len(documents),
+    return (str(base), str(url)), {"books": list(HELP_BOOKS), "documents": len(documents),
                                             "left_out_sharing_a_13gram": left_out,
                                             "chars": sum(len(doc["text"]) for doc in documents)}
 
@@ -222,22 +227,24 @@ def train_arm(ablation, data: dict, arm: str, seed: int) -> dict:
     from tasks.mixture.placement import covering_budget
     from tasks.tokenize.train import MODEL_FILE
 
-    folder = HOME / "runs" / f"{arm}-seed{seed}-{trainer_code_version()}"
-    record = folder / "result.json"
-    if record.exists():
-        return json.loads(record.read_text())
     seq_len, _ = budget_figures(ablation)
     ranks = ablation.train.hardware.data_parallel
     config = MixtureConfig(
         token_budget=covering_budget(ablation.tokens, 1 << 26, ranks, seq_len), seed=seed, validation_fraction=0.01,
         sources=[{"name": source, "where": {"source": [source]}, "weight": weight, "max_epochs": 8}
                  for source, weight in ARMS[arm].items()])
+    spec = run_spec(ablation, seed, stage_file(data["suite"], SUITE_FILE))
+    key = hashlib.sha256(json.dumps([spec.model_dump(mode="json"), config.model_dump(mode="json"),
+                                     data["tokenizer"]["digest"]], sort_keys=True).encode()).hexdigest()[:12]
+    folder = HOME / "runs" / f"{arm}-seed{seed}-{key}-{trainer_code_version()}"
+    record = folder / "result.json"
+    if record.exists():
+        return json.loads(record.read_text())
     mixture_dir = HOME / "mixtures" / f"{arm}-seed{seed}"
     mixed = mix(data["pairs"], str(mixture_dir), data["tokenizer"]["stats"]["notes"]["vocab_size"], config)
     shares = ", ".join(f"{row['source']} {row['weight_realized']:.3f}" for row in mixed["sources"])
     log(f"{arm} seed {seed}: {mixed['train_tokens']:,} training tokens drawn ({shares})")
     tokenizer = data["tokenizer"]
-    spec = run_spec(ablation, seed, stage_file(data["suite"], SUITE_FILE))
     train = train_on_shards(spec, f"calibration-{arm}-seed{seed}", str(folder),
                             [shard["path"] for shard in mixed["shards"]], stage_file(tokenizer, MODEL_FILE),
                             tokenizer["stats"]["notes"]["vocab_size"],
