@@ -25,6 +25,8 @@ updates at lr 0.003 after 8 warmup steps) keeps the cost to about a minute a run
   report claims for junk10's effect (from all of junk10's seeds: the power of a 3-seed paired test at the
   observed difference and paired noise) against the share of 3-seed subsets of them that are called.
 - *Planted help*: `help` against `full` at seeds 0-2 on the literary domain.
+- *Variance split*: the `full` arm at seeds 0-2 with one seed control (init, data order, the mixture's draw)
+  following the seed at a time, the others at seed 0's.
 Writes `results/calibration.json`.
 """
 from __future__ import annotations
@@ -75,10 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     data = arm_inputs(ablation)
     seeds = {"full": args.seeds, "junk10": args.seeds, "junk30": PAIRED_SEEDS, "help": PAIRED_SEEDS}
     runs = {arm: {seed: train_arm(ablation, data, arm, seed) for seed in range(seeds[arm])} for arm in ARMS}
+    split = {control: {seed: train_arm(ablation, data, "full", seed, [control]) for seed in range(PAIRED_SEEDS)}
+             for control in ablation.seed_controls}
     report = {"corpus": origin, "model": SMALL_MODEL, "tokens_per_run": args.tokens, "seeds": seeds,
               "arms": {arm: {"weights": ARMS[arm], "runs": {seed: run["mlflow_run_id"] for seed, run in by.items()}}
                        for arm, by in runs.items()},
-              "junk": data["junk"], "help": data["help"], **known_answers(runs, args.resamples, ablation)}
+              "junk": data["junk"], "help": data["help"], **known_answers(runs, args.resamples, ablation),
+              "variance_split": variance_split(runs["full"], split)}
     write_result(args.out, report, "calibration.py", argv)
     print(json.dumps({key: value for key, value in report.items() if not isinstance(value, dict)}, indent=2))
     return 0
@@ -215,8 +220,9 @@ def _cut(text: str) -> list[str]:
     return pieces + (["\n\n".join(current)] if current else [])
 
 
-def train_arm(ablation, data: dict, arm: str, seed: int) -> dict:
-    """One run of an arm: its mixture for the seed, then the trainer, as an ablation run; found again when done."""
+def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | None = None) -> dict:
+    """One run of an arm: its mixture for the seed, then the trainer, as an ablation run; found again when done.
+    `controls`: what the seed sets, if not all three (the variance split); the others stay at seed 0's."""
     from configs.mixture import MixtureConfig
     from flows.ablation import budget_figures, run_spec
     from flows.training_flow import training_flow
@@ -227,10 +233,12 @@ def train_arm(ablation, data: dict, arm: str, seed: int) -> dict:
     from tasks.mixture.placement import covering_budget
     from tasks.tokenize.train import MODEL_FILE
 
+    ablation = ablation.model_copy(update={"seed_controls": controls or ablation.seed_controls})
     seq_len, _ = budget_figures(ablation)
     ranks = ablation.train.hardware.data_parallel
+    draw = seed if "mixture_draw" in ablation.seed_controls else 0
     config = MixtureConfig(
-        token_budget=covering_budget(ablation.tokens, 1 << 26, ranks, seq_len), seed=seed, validation_fraction=0.01,
+        token_budget=covering_budget(ablation.tokens, 1 << 26, ranks, seq_len), seed=draw, validation_fraction=0.01,
         sources=[{"name": source, "where": {"source": [source]}, "weight": weight, "max_epochs": 8}
                  for source, weight in ARMS[arm].items()])
     spec = run_spec(ablation, seed, stage_file(data["suite"], SUITE_FILE))
@@ -240,10 +248,11 @@ def train_arm(ablation, data: dict, arm: str, seed: int) -> dict:
     record = folder / "result.json"
     if record.exists():
         return json.loads(record.read_text())
-    mixture_dir = HOME / "mixtures" / f"{arm}-seed{seed}"
+    mixture_dir = HOME / "mixtures" / f"{arm}-draw{draw}"
     mixed = mix(data["pairs"], str(mixture_dir), data["tokenizer"]["stats"]["notes"]["vocab_size"], config)
     shares = ", ".join(f"{row['source']} {row['weight_realized']:.3f}" for row in mixed["sources"])
-    log(f"{arm} seed {seed}: {mixed['train_tokens']:,} training tokens drawn ({shares})")
+    log(f"{arm} seed {seed} ({', '.join(ablation.seed_controls)}): {mixed['train_tokens']:,} training tokens drawn "
+        f"({shares})")
     tokenizer = data["tokenizer"]
     train = train_on_shards(spec, f"calibration-{arm}-seed{seed}", str(folder),
                             [shard["path"] for shard in mixed["shards"]], stage_file(tokenizer, MODEL_FILE),
@@ -318,6 +327,22 @@ def known_answers(runs: dict, resamples: int, ablation) -> dict:
         "scores": {arm: {seed: {metric: round(value, 5) for metric, value in bpb.items()}
                          for seed, bpb in by.items()} for arm, by in scores.items()},
     }
+
+
+def variance_split(full: dict[int, dict], split: dict[str, dict[int, dict]]) -> dict:
+    """The full arm's seed std of macro bpb with each seed control varied alone (seeds 0-2; seed 0 is the same
+    run for all), each control's share of their summed variances, and the std with all three varied."""
+    rows = {}
+    for control, runs in split.items():
+        values = [suite_scores(run["mlflow_run_id"])["macro"] for run in runs.values()]
+        rows[control] = {"seeds": len(values), "std": round(float(np.std(values, ddof=1)), 5)}
+    total = sum(row["std"] ** 2 for row in rows.values())
+    for row in rows.values():
+        row["share"] = round(row["std"] ** 2 / total, 3) if total else None
+    every = [suite_scores(full[seed]["mlflow_run_id"])["macro"] for seed in range(PAIRED_SEEDS)]
+    return {"arm": "full", "controls": rows, "all_controls_std_seeds_0_2": round(float(np.std(every, ddof=1)), 5),
+            "all_controls_std_all_seeds": round(float(np.std(
+                [suite_scores(run["mlflow_run_id"])["macro"] for run in full.values()], ddof=1)), 5)}
 
 
 def _cell(cell: dict) -> dict:

@@ -111,3 +111,20 @@ def test_seed_rounds_keep_the_false_call_rate_at_alpha_on_simulated_null_compari
     print(f"false calls: spent {called / trials:.3f}, alpha at every look {called_naively / trials:.3f}")
     assert called / trials <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / trials)
     assert called_naively / trials > 0.08
+
+
+def test_the_steps_table_and_chart_mark_what_is_called(tmp_path):
+    from tasks.evaluation.charts import steps_png
+    from tasks.evaluation.compare import steps_markdown, table_markdown
+
+    runs = _runs([2.10, 2.12, 2.08], [2.00, 2.03, 1.97])
+    runs += [RunScore("mid", seed, {"macro": value}) for seed, value in enumerate([2.099, 2.124, 2.077])]
+    table = compare(runs, ["raw", "mid", "full"], "raw")
+    lines = steps_markdown(table).splitlines()
+    assert lines[2] == "| raw → mid | +0.0000 (0.0118) |"                                 # nothing detectable
+    assert lines[3].startswith("| mid → full | -0.1000 * (")                             # called
+    assert "| full |" in table_markdown(table) and table_markdown(table).count(" *") == 1
+    table["older_code"] = {"mid": {1: "unknown"}}
+    assert "| mid (1 of 3 runs by other trainer code) |" in table_markdown(table)
+    assert (tmp_path / "steps.png").exists() is False and steps_png(table, str(tmp_path / "steps.png"))
+    assert (tmp_path / "steps.png").stat().st_size > 10_000
