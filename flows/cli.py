@@ -244,21 +244,28 @@ def _train(args) -> int:
     return 0
 
 
+def ablation_with_flags(ablation, args):
+    """The ablation file with what `sluice ablate`'s flags set over it, validated again."""
+    from configs.ablation import parse_ablation
+
+    overrides = {"reuse_older_runs": True} if args.reuse_older_runs else {}
+    if args.variance_split:
+        overrides["variance_split"] = True
+    if args.seed_rounds:
+        overrides["seed_rounds"] = {"max": args.seed_rounds}
+    if not overrides:
+        return ablation
+    return parse_ablation(ablation.model_dump(mode="json") | overrides, origin=str(args.ablation))
+
+
 def _ablate(args) -> int:
-    from configs.ablation import load_ablation, parse_ablation
+    from configs.ablation import load_ablation
     from configs.schema import RecipeError
     from flows.ablation import ablation_flow, budget_figures
     from flows.temporary_server import wait_for_prefect
 
     try:
-        ablation = load_ablation(args.ablation)
-        overrides = {"reuse_older_runs": True} if args.reuse_older_runs else {}
-        if args.variance_split:
-            overrides["variance_split"] = True
-        if args.seed_rounds:
-            overrides["seed_rounds"] = {"max": args.seed_rounds}
-        if overrides:
-            ablation = parse_ablation(ablation.model_dump(mode="json") | overrides, origin=str(args.ablation))
+        ablation = ablation_with_flags(load_ablation(args.ablation), args)
         budget_figures(ablation)
     except RecipeError as error:
         print(error, file=sys.stderr)

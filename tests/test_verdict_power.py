@@ -128,3 +128,20 @@ def test_the_steps_table_and_chart_mark_what_is_called(tmp_path):
     assert "| mid (1 of 3 runs by other trainer code) |" in table_markdown(table)
     assert (tmp_path / "steps.png").exists() is False and steps_png(table, str(tmp_path / "steps.png"))
     assert (tmp_path / "steps.png").stat().st_size > 10_000
+
+
+def test_sluice_ablate_flags_set_rounds_split_and_reuse_over_the_file(capsys):
+    from types import SimpleNamespace
+
+    from configs.ablation import load_ablation
+    from flows.cli import ablation_with_flags, main
+
+    shipped = load_ablation("configs/ablation.yaml")
+    flags = SimpleNamespace(ablation="configs/ablation.yaml", reuse_older_runs=True, variance_split=True,
+                            seed_rounds=6)
+    flagged = ablation_with_flags(shipped, flags)
+    assert flagged.reuse_older_runs and flagged.variance_split and flagged.seed_rounds.max == 6
+    assert [len(seeds) for seeds in flagged.seed_looks()] == [3, 5, 6]
+    assert flagged.base_recipe() == shipped.base_recipe() and flagged.tokens == shipped.tokens
+    assert main(["ablate", "configs/ablation.yaml", "--seed-rounds", "2"]) == 2         # below the 3 seeds given
+    assert "seed_rounds.max (2) is below the 3 seeds" in capsys.readouterr().err
