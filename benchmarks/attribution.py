@@ -85,7 +85,7 @@ def noise(curves: dict, variants: list[str], baseline: str, power: Power) -> dic
             if other is None or name == baseline and against == "vs_baseline":
                 continue
             end, tail = final["variants"][name][against]["macro"], tailed["variants"][name][against]["macro"]
-            if end["paired_std"] is None or tail["paired_std"] is None:
+            if not end["paired_std"] or not tail["paired_std"]:      # identical runs (a step that removed nothing)
                 continue
             rows[f"{other} -> {name}"] = {
                 "paired_std_final": round(end["paired_std"], 5), "paired_std_tail": round(tail["paired_std"], 5),
@@ -120,6 +120,8 @@ def token_extrapolation(curves: dict, variants: list[str], baseline: str, power:
         if pairs < 2 or ours.shape[1] != theirs.shape[1]:
             continue
         differences = ours[:pairs] - theirs[:pairs]
+        if not differences.std(axis=0, ddof=1).all():
+            continue
         z = np.abs(differences.mean(axis=0)) / (differences.std(axis=0, ddof=1) / np.sqrt(pairs))
         tokens = np.asarray(points, float)
         needed = detectable_effect(1.0, pairs, power) * np.sqrt(pairs)      # the noncentrality giving the power
