@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 
 from configs.schema import Recipe
 from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
@@ -15,8 +15,10 @@ from storage.fs import remove_folder
 from storage.stage_result import StageResult, parent_of, stage_shard_bytes, stage_shard_urls
 from tasks.dedup.apply import ApplyJob
 from tasks.dedup.features import part_name
-from tasks.dedup.task import apply_task, clusters_task, edges_task, features_task, paragraphs_task, substrings_task
+from tasks.dedup.task import apply_task, clusters_call, edges_task, features_task, paragraphs_task, substrings_task
 from tasks.fan_out import call_seconds
+
+clusters_task = task(name="dedup-clusters", retries=1, retry_delay_seconds=2)(clusters_call)
 
 STAGE = "dedup"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import Recipe
@@ -21,9 +21,11 @@ from storage.manifest import ShardEntry, sha256_file
 from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_urls
 from tasks.evaluation.decontaminate import DecontaminateJob
 from tasks.evaluation.suite import NGRAMS_FILE, SUITE_FILE, source_files
-from tasks.evaluation.task import build_suite_task, decontaminate_shard_task
+from tasks.evaluation.task import build_suite_call, decontaminate_shard_task
 from tasks.extract.langid import resolve_model_path
 from tasks.stats import StageStats
+
+build_suite_task = task(name="build-eval-suite", retries=1, retry_delay_seconds=2)(build_suite_call)
 
 
 def resolved_suite_config(recipe: Recipe, config: EvalSuiteConfig) -> EvalSuiteConfig:

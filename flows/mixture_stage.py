@@ -6,7 +6,8 @@ import os
 from functools import partial
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
@@ -16,8 +17,11 @@ from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.charts import png_bytes
 from tasks.fan_out import in_background
 from tasks.mixture.card import card_markdown, weights_png
-from tasks.mixture.task import mix_task
+from tasks.mixture.task import mix_call
 from tasks.stats import StageStats
+
+# No Prefect cache key: `planned` is a closure Prefect cannot hash, and a rerun resumes from the record anyway.
+mix_task = task(name="mix", retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(mix_call)
 
 
 @flow(name="mixture", log_prints=True)

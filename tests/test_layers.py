@@ -1,5 +1,6 @@
 """The layers point one way: `flows/` (orchestration) imports the rest; `tasks/`, `training/`, `storage/`,
-`configs/` and `tracking/` never import `flows/`, and a training rank loads neither Prefect nor MLflow."""
+`configs/` and `tracking/` never import `flows/` nor Prefect, and a training rank loads neither Prefect nor
+MLflow."""
 from __future__ import annotations
 
 import ast
@@ -25,6 +26,12 @@ def _imported_packages(path: Path) -> set[str]:
 def test_no_lower_layer_imports_flows():
     arrows = [str(path.relative_to(ROOT)) for layer in LOWER_LAYERS for path in sorted((ROOT / layer).rglob("*.py"))
               if "flows" in _imported_packages(path)]
+    assert arrows == []
+
+
+def test_only_flows_knows_the_orchestrator():
+    arrows = [str(path.relative_to(ROOT)) for layer in LOWER_LAYERS for path in sorted((ROOT / layer).rglob("*.py"))
+              if {"prefect", "prefect_dask"} & _imported_packages(path)]
     assert arrows == []
 
 

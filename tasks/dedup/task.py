@@ -1,5 +1,5 @@
 """The dedup stage's calls, one per step and shard or bucket, run as plain Dask tasks by the stage's steps
-(`flows.stage_runner.map_tasks`); clustering is one Prefect task, run in the flow process, whose passes fan out
+(`flows.stage_runner.map_tasks`); clustering runs in the flow process (the stage makes it a Prefect task), whose passes fan out
 to the cluster (`tasks.fan_out`). Each call records its result when done (`run_once`), so a rerun after a killed
 worker or a killed run picks up where it stopped."""
 from __future__ import annotations
@@ -7,8 +7,6 @@ from __future__ import annotations
 import resource
 import time
 from typing import Callable
-
-from prefect import task
 
 from configs.dedup import DedupConfig
 from tasks.dedup.apply import ApplyJob, apply_decisions
@@ -54,8 +52,7 @@ def edges_task(bucket: int, work: str, parts: list[str], config: DedupConfig) ->
     return run_once(_record(work, "edges", bucket), _measured(compute))
 
 
-@task(name="dedup-clusters", retries=1, retry_delay_seconds=2)
-def clusters_task(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
+def clusters_call(work: str, parts: list[str], shard_urls: list[str], config: DedupConfig) -> dict:
     return run_once(_record(work, "clusters", "all"), lambda: cluster_decisions(work, parts, shard_urls, config))
 
 

@@ -1,8 +1,6 @@
-"""The evaluation stages' work: building the suite (one Prefect task) and decontaminating (one plain Dask call
+"""The evaluation stages' work: building the suite (the stage makes it a Prefect task) and decontaminating (one plain Dask call
 per shard, from the stage's step)."""
 from __future__ import annotations
-
-from prefect import task
 
 from configs.evaluation import EvalSuiteConfig
 from tasks.evaluation.decontaminate import DecontaminateJob, decontaminate_shard
@@ -10,8 +8,7 @@ from tasks.evaluation.suite import build_suite
 from tasks.resumable import run_once
 
 
-@task(name="build-eval-suite", retries=1, retry_delay_seconds=2)
-def build_suite_task(config: EvalSuiteConfig, out_dir: str, lid_model: str | None) -> dict:
+def build_suite_call(config: EvalSuiteConfig, out_dir: str, lid_model: str | None) -> dict:
     return build_suite(config, out_dir, lid_model)
 
 
