@@ -332,13 +332,10 @@ def known_answers(runs: dict, resamples: int, ablation) -> dict:
 def variance_split(full: dict[int, dict], split: dict[str, dict[int, dict]]) -> dict:
     """The full arm's seed std of macro bpb with each seed control varied alone (seeds 0-2; seed 0 is the same
     run for all), each control's share of their summed variances, and the std with all three varied."""
-    rows = {}
-    for control, runs in split.items():
-        values = [suite_scores(run["mlflow_run_id"])["macro"] for run in runs.values()]
-        rows[control] = {"seeds": len(values), "std": round(float(np.std(values, ddof=1)), 5)}
-    total = sum(row["std"] ** 2 for row in rows.values())
-    for row in rows.values():
-        row["share"] = round(row["std"] ** 2 / total, 3) if total else None
+    from tasks.evaluation.compare import noise_shares
+
+    rows = noise_shares({control: [suite_scores(run["mlflow_run_id"])["macro"] for run in runs.values()]
+                         for control, runs in split.items()})
     every = [suite_scores(full[seed]["mlflow_run_id"])["macro"] for seed in range(PAIRED_SEEDS)]
     return {"arm": "full", "controls": rows, "all_controls_std_seeds_0_2": round(float(np.std(every, ddof=1)), 5),
             "all_controls_std_all_seeds": round(float(np.std(

@@ -125,8 +125,7 @@ class AblationConfig(StrictModel):
         if self.seed_rounds is not None:
             while len(looks[-1]) < self.seed_rounds.max:
                 extra = min(self.seed_rounds.step, self.seed_rounds.max - len(looks[-1]))
-                fresh = [seed for seed in range(max(looks[-1]) + 1, max(looks[-1]) + 1 + extra)]
-                looks.append(looks[-1] + fresh)
+                looks.append(looks[-1] + list(range(max(looks[-1]) + 1, max(looks[-1]) + 1 + extra)))
         return looks
 
     @property

@@ -9,7 +9,6 @@ import os
 import time
 
 import mlflow
-import numpy as np
 from mlflow.entities import Metric, Run
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
@@ -18,7 +17,8 @@ from flows.reporting import artifact_key
 from flows.training_inputs import TRAINER_CODE_TAG, mixture_dataset, trainer_code_version
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png, steps_png
-from tasks.evaluation.compare import Power, RunScore, compare, rounded, steps_markdown, table_markdown, verdict
+from tasks.evaluation.compare import (Power, RunScore, compare, noise_shares, rounded, steps_markdown, table_markdown,
+                                      verdict)
 from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import RunDataset
@@ -162,13 +162,8 @@ def variance_split(table: dict, split: dict[str, dict[int, str]]) -> dict:
     """Per seed control, the baseline's seed std of macro bpb with that control alone varying, and its share of
     the variances summed over the controls; beside them the seed std with all of them varying."""
     client = mlflow.MlflowClient()
-    rows = {}
-    for control, runs in split.items():
-        values = np.array([client.get_run(run_id).data.metrics[f"{SUITE_METRIC}macro"] for run_id in runs.values()])
-        rows[control] = {"seeds": len(values), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
-    total = sum(row["std"] ** 2 for row in rows.values())
-    for row in rows.values():
-        row["share"] = row["std"] ** 2 / total if total else None
+    rows = noise_shares({control: [client.get_run(run_id).data.metrics[f"{SUITE_METRIC}macro"]
+                                   for run_id in runs.values()] for control, runs in split.items()})
     baseline = table["variants"][table["baseline"]]["metrics"]["macro"]
     return {"variant": table["baseline"], "controls": rows, "all_controls_std": baseline["std"]}
 

@@ -140,6 +140,16 @@ def seeds_to_resolve(effect: float, paired_std: float, power: Power = Power()) -
     return low
 
 
+def noise_shares(values: dict[str, list[float]]) -> dict[str, dict]:
+    """Per seed control, the std over seeds of a score with that control alone varying, and its share of the
+    variances summed over the controls (the variance split)."""
+    rows = {control: {"seeds": len(scores), "std": _std(np.asarray(scores))} for control, scores in values.items()}
+    total = sum(row["std"] ** 2 for row in rows.values())
+    for row in rows.values():
+        row["share"] = row["std"] ** 2 / total if total else None
+    return rows
+
+
 def _std(values: np.ndarray) -> float:
     return float(values.std(ddof=1)) if values.size > 1 else 0.0
 
