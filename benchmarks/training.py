@@ -1,11 +1,13 @@
 """Training throughput on CPU: the sluice trainer (torchrun, 2 processes, FSDP2 over gloo) against a plain
 single-process PyTorch loop, same model, same global batch, same data, same machine.
 
-    .venv/bin/python benchmarks/training.py [--steps 30] [--warmup 5]
+    .venv/bin/python benchmarks/training.py [--steps 30] [--warmup 5] [--accumulations 1 4] [--before FILE]
 
 Data: the UTF-8 bytes of `../shared/data/reference` (wikitext-2, Gutenberg) as token ids, written as token
 shards. Model: the tiny preset widened (4 layers, d_model 256, seq 256, vocab 512). Global batch: 16 sequences
-per update (FSDP: 8 per rank x 2 ranks; plain: 16 in one process).
+per update, measured at each of `--accumulations` (FSDP at accumulation A: 8 / A per rank per micro-batch x 2 ranks
+x A; plain: 16 / A in one process x A). `--before FILE` (this script's output at an earlier commit, `--out`) adds
+that commit's figures and the after / before ratios: how a change to the trainer moved its speed.
 
 Fairness: the machine has 2 cores. FSDP runs 2 ranks with 1 thread each; the plain loop gets both cores as
 2 intra-op threads (and, for reference, 1 thread). Tokens/s is the median over the steps after `warmup` (each
@@ -26,7 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import RESULTS, ROOT, WORK as BENCH_WORK, machine_info  # noqa: E402
+from benchmarks.harness import RESULTS, ROOT, WORK as BENCH_WORK, write_result  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
 
 WORK = BENCH_WORK / "training-bench"
@@ -50,8 +52,9 @@ def byte_shards(data_dir: Path) -> list[str]:
     return bases
 
 
-def training_config(shards: list[str], steps: int) -> dict:
-    return {"name": "bench-fsdp", "model": MODEL, "micro_batch_size": GLOBAL_BATCH // RANKS, "grad_accumulation": 1,
+def training_config(shards: list[str], steps: int, accumulation: int) -> dict:
+    return {"name": "bench-fsdp", "model": MODEL, "micro_batch_size": GLOBAL_BATCH // RANKS // accumulation,
+            "grad_accumulation": accumulation,
             "steps": steps, "data": {"train": shards, "seed": 0},
             "optimizer": {"lr": 1e-3, "warmup_steps": 2},
             "checkpoint": {"dir": str(WORK / "checkpoints"), "every": 10_000},
@@ -60,12 +63,12 @@ def training_config(shards: list[str], steps: int) -> dict:
             "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": RANKS}}
 
 
-def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int) -> tuple[float, list[float]]:
+def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int, accumulation: int) -> tuple[float, list[float]]:
     from flows.torchrun import torchrun_command
 
     subprocess.run(["rm", "-rf", str(WORK / "checkpoints")], check=True)
     config_path = WORK / "fsdp.yaml"
-    config_path.write_text(yaml.safe_dump(training_config(shards, steps)))
+    config_path.write_text(yaml.safe_dump(training_config(shards, steps, accumulation)))
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(torchrun_command(str(config_path), RANKS), cwd=ROOT, env=env, capture_output=True,
                           text=True, check=True)
@@ -73,7 +76,8 @@ def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int) -> tuple[float
     return statistics.median(rates[warmup:]), rates
 
 
-def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int) -> tuple[float, list[float]]:
+def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int,
+                       accumulation: int) -> tuple[float, list[float]]:
     """The plain loop: one process, no process group, no sharding; the trainer's model, optimizer and loss."""
     import torch
 
@@ -86,7 +90,7 @@ def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int)
     from training.train import loss_function
 
     torch.set_num_threads(threads)
-    config = TrainingConfig.model_validate(training_config(shards, steps))
+    config = TrainingConfig.model_validate(training_config(shards, steps, accumulation))
     spec, optimizer_spec = model_config(config), config.optimizer
     torch.manual_seed(0)
     model = Transformer(spec)
@@ -97,9 +101,10 @@ def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int)
         started = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, steps, optimizer_spec)
-        inputs, targets = (torch.from_numpy(array) for array in data.next_batch(GLOBAL_BATCH))
-        loss, _ = loss_function(model(inputs), targets, optimizer_spec.z_loss)
-        loss.backward()
+        for _ in range(accumulation):
+            inputs, targets = (torch.from_numpy(array) for array in data.next_batch(GLOBAL_BATCH // accumulation))
+            loss, _ = loss_function(model(inputs), targets, optimizer_spec.z_loss)
+            (loss / accumulation).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), optimizer_spec.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -108,33 +113,49 @@ def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int)
     return statistics.median(rates[warmup:]), rates
 
 
-def main() -> int:
+def measure(shards: list[str], steps: int, warmup: int, accumulation: int) -> dict:
+    fsdp, fsdp_rates = fsdp_tokens_per_s(shards, steps, warmup, accumulation)
+    plain2, _ = plain_tokens_per_s(shards, steps, warmup, 2, accumulation)
+    plain1, _ = plain_tokens_per_s(shards, steps, warmup, 1, accumulation)
+    return {"cpu_fsdp_tokens_per_s": round(fsdp, 1), "cpu_plain_tokens_per_s_2_threads": round(plain2, 1),
+            "cpu_plain_tokens_per_s_1_thread": round(plain1, 1),
+            "cpu_fsdp_over_plain_tokens_per_s": round(fsdp / plain2, 3),
+            "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3), "fsdp_per_step_tokens_per_s": fsdp_rates}
+
+
+def compared_with(before: dict, after: dict) -> dict:
+    """The earlier commit's FSDP figures and after / before per accumulation."""
+    ratios = {accumulation: round(figures["cpu_fsdp_tokens_per_s"] /
+                                  before["accumulation"][accumulation]["cpu_fsdp_tokens_per_s"], 3)
+              for accumulation, figures in after.items() if accumulation in before["accumulation"]}
+    return {"before": {"commit": before["commit"], "date": before["date"],
+                       "cpu_fsdp_tokens_per_s": {accumulation: figures["cpu_fsdp_tokens_per_s"]
+                                                 for accumulation, figures in before["accumulation"].items()}},
+            "cpu_fsdp_after_over_before": ratios}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--accumulations", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--before", type=Path, help="this script's result at an earlier commit")
     parser.add_argument("--data-dir", default=str(shared_data_dir()))
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "training.json")
+    args = parser.parse_args(argv)
     shards = byte_shards(Path(args.data_dir))
-    fsdp, fsdp_rates = fsdp_tokens_per_s(shards, args.steps, args.warmup)
-    plain2, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=2)
-    plain1, _ = plain_tokens_per_s(shards, args.steps, args.warmup, threads=1)
-    result = {
-        "command": "OMP_NUM_THREADS unset; .venv/bin/python benchmarks/training.py "
-                   f"--steps {args.steps} --warmup {args.warmup}",
-        "machine": machine_info(),
-        "model": MODEL, "global_batch_sequences": GLOBAL_BATCH, "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"],
-        "cpu_fsdp_tokens_per_s": round(fsdp, 1),
-        "cpu_plain_tokens_per_s_2_threads": round(plain2, 1),
-        "cpu_plain_tokens_per_s_1_thread": round(plain1, 1),
-        "cpu_fsdp_over_plain_tokens_per_s": round(fsdp / plain2, 3),
-        "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3),
-        "fsdp_per_step_tokens_per_s": fsdp_rates,
-    }
-    out = RESULTS / "training.json"
-    previous = json.loads(out.read_text()) if out.exists() else {}
-    previous.update(result)                     # keeps GPU figures measured separately on a GPU machine
-    out.write_text(json.dumps(previous, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "fsdp_per_step_tokens_per_s"}, indent=2))
+    figures = {str(accumulation): measure(shards, args.steps, args.warmup, accumulation)
+               for accumulation in args.accumulations}
+    result = {"threads": "OMP_NUM_THREADS=1 per FSDP rank; the plain loop 2 threads (and 1)",
+              "model": MODEL, "global_batch_sequences": GLOBAL_BATCH,
+              "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"], "accumulation": figures}
+    if args.before:
+        result |= compared_with(json.loads(args.before.read_text()), figures)
+    write_result(args.out, result, "benchmarks/training.py", argv)
+    print(json.dumps({accumulation: {key: value for key, value in values.items()
+                                     if key != "fsdp_per_step_tokens_per_s"}
+                      for accumulation, values in figures.items()}, indent=2))
     return 0
 
 

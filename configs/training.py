@@ -43,7 +43,10 @@ class HardwareSpec(StrictModel):
         "`sluice server` sets for its deployments)"))
     sharding: Sharding = Field("zero3", description="FSDP fully_shard = zero3")
     activation_checkpointing: bool = Field(False, description="recompute each block's activations in backward")
-    compile: bool = Field(False, description="torch.compile each transformer block (first steps are slower)")
+    compile: bool = Field(False, description="torch.compile (first steps are slower); `compile_scope` says what")
+    compile_scope: Literal["blocks", "model"] = Field("blocks", description=(
+        "blocks: each transformer block compiled on its own, before sharding (as torchtitan); model: the whole "
+        "sharded model as one compiled module (fewer graph boundaries; FSDP's hooks break the graph between blocks)"))
     pipeline_stages: int = Field(1, ge=1, description="for the bubble figure only; the trainer is data parallel")
     pipeline_micro_batches: int = Field(1, ge=1)
     interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
@@ -124,6 +127,9 @@ class BatchRampSpec(StrictModel):
 
 
 class TrainMlflowSpec(StrictModel):
+    enabled: bool = Field(True, description=(
+        "False: no MLflow run, the per-step JSON lines only (a measurement on a machine without MLflow: "
+        "benchmarks/gpu_check.py)"))
     experiment: str = Field("sluice-train", min_length=1)
     tracking_uri: str | None = Field(None, description="None: MLFLOW_TRACKING_URI, else SQLite in the state dir")
     tags: dict[str, str] = Field(default_factory=dict, description="lineage: the data manifests the run read")

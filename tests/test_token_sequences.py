@@ -7,7 +7,10 @@ import json
 import numpy as np
 import pytest
 
+import torch
+
 from storage.token_shard import TokenShardWriter
+from training.device_batches import DeviceBatches
 from training.sequences import TokenSequences
 
 SEQ = 16
@@ -71,6 +74,28 @@ def test_two_resumes_in_a_row_continue_the_same_sequence(shards):
         state = json.dumps(reader.state_dict())
     assert json.loads(state)["epoch"] == 1
     assert all((a == b).all() for a, b in zip(expected, got))
+
+
+def test_the_read_ahead_loader_gives_the_plain_readers_batches_in_order_across_resumes(shards):
+    """The loader reads one batch ahead, so its saved position is not its reader's: resumed twice, once with a
+    batch waiting and once from a fresh loader, it still gives exactly the plain reader's batches, past an epoch."""
+    plain = batches(TokenSequences(shards, SEQ, seed=5), 80)
+    loader = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"))
+    taken = [loader.next_batch()[0].numpy() for _ in range(30)]
+    loader._ahead.result()                  # the next batch read, as it is by the time a step ends
+    saved = loader.state_dict()
+    taken += [loader.next_batch()[0].numpy() for _ in range(5)]         # taken, then undone by the resume
+    loader.load_state_dict(saved)
+    taken = taken[:30] + [loader.next_batch()[0].numpy() for _ in range(20)]
+    saved = json.loads(json.dumps(loader.state_dict()))
+    loader.close()
+    fresh = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"))
+    fresh.load_state_dict(saved)
+    taken += [fresh.next_batch()[0].numpy() for _ in range(30)]
+    assert TokenSequences(shards, SEQ, seed=5).windows_per_rank < 80 * 4       # an epoch boundary was crossed
+    assert len(taken) == 80 and all((a == b).all() for a, b in zip(taken, plain))
+    inputs, targets = fresh.next_batch()
+    assert inputs.dtype == targets.dtype == torch.int64 and (inputs[:, 1:] == targets[:, :-1]).all()
 
 
 def test_ranks_share_out_an_epoch_without_overlap(shards):

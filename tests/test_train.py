@@ -316,6 +316,25 @@ def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of
     bf16 = losses("bf16", hardware__dtype="bf16")
     assert bf16 == pytest.approx(plain, rel=2e-2) and bf16 != plain        # close, and really computed in bf16
     assert losses("compiled", hardware__compile=True) == pytest.approx(plain, abs=1e-3)
+    assert losses("compiled-whole", hardware__compile=True, hardware__compile_scope="model") == \
+        pytest.approx(plain, abs=1e-3)
+
+
+def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_once(byte_shards, tmp_path):
+    """Accumulating 4 micro-batches of 2 (losses kept on the device, the ranks' gradients reduced after the last
+    micro-batch, and after the first for the noise probe) gives the losses and gradient norms of one batch of 8:
+    the same windows, the same update."""
+    def records(name: str, micro_batch: int, accumulation: int) -> list[dict]:
+        config = _edit(_config(tmp_path, byte_shards, name), steps=5, model__n_layers=1, micro_batch_size=micro_batch,
+                       grad_accumulation=accumulation, data__validation=[])
+        return [record for record in _torchrun(config) if "loss" in record and "event" not in record]
+
+    whole, accumulated = records("whole", 8, 1), records("accumulated", 2, 4)
+    assert len(whole) == len(accumulated) == 5
+    assert [r["loss"] for r in accumulated] == pytest.approx([r["loss"] for r in whole], abs=2e-5)
+    assert [r["grad_norm"] for r in accumulated] == pytest.approx([r["grad_norm"] for r in whole], rel=1e-4)
+    assert accumulated[-1]["b_noise"] is not None and whole[-1]["b_noise"] is None
+    assert whole[-1]["loss"] < whole[0]["loss"] - 0.1                       # it trained
 
 
 def test_the_doctor_flags_a_resume_from_a_checkpoint_of_another_step(byte_shards, tmp_path):

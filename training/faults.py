@@ -12,10 +12,10 @@ class BadBatches:
     def __init__(self, data, attempts: list[int], vocab_size: int, counter: UpdateCounter):
         self.data, self.attempts, self.vocab_size, self.counter = data, set(attempts), vocab_size, counter
 
-    def next_batch(self, batch_size: int):
-        inputs, targets = self.data.next_batch(batch_size)
+    def next_batch(self):
+        inputs, targets = self.data.next_batch()
         if self.counter.attempt in self.attempts:
-            targets = torch.randint(0, self.vocab_size, targets.shape).numpy().astype(targets.dtype)
+            targets = torch.randint(0, self.vocab_size, targets.shape, device=targets.device)
         return inputs, targets
 
     def __getattr__(self, name: str):       # everything else (state, sizes, checks) is the reader's

@@ -46,11 +46,17 @@ class NoiseProbe:
         self.micro_sequences, self.sequences = micro_sequences, micro_sequences * full_accumulation
         self.first_sq: float | None = None
 
-    def after_micro_batch(self, model, index: int, accumulation: int) -> None:
-        if index == 0 and accumulation > 1:   # accumulated gradients are sums / accumulation: back to the mean
-            from training.parallel import gradient_norm
+    @staticmethod
+    def measures(index: int, accumulation: int) -> bool:
+        """Whether the probe reads the gradient after micro-batch `index`: the first of an accumulated update."""
+        return index == 0 and accumulation > 1
 
-            self.first_sq = (gradient_norm(model) * accumulation) ** 2
+    def after_first_micro_batch(self, model, accumulation: int) -> None:
+        """The ranks' reduced gradient of the first micro-batch (accumulated gradients are sums / accumulation: back
+        to the mean)."""
+        from training.parallel import gradient_norm
+
+        self.first_sq = (gradient_norm(model) * accumulation) ** 2
 
     def after_update(self, total_norm: float, accumulation: int) -> float | None:
         if accumulation < 2:

@@ -37,10 +37,11 @@ def init_distributed() -> Distributed:
 
 
 def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool, activation_checkpointing: bool = False,
-                compile_blocks: bool = False) -> torch.nn.Module:
+                compile_scope: str | None = None) -> torch.nn.Module:
     """fully_shard every transformer block, then the root (embedding, final norm). bf16 mixed precision keeps
     fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes each block's
-    activations in the backward pass; compiling works per block (as torchtitan), before sharding."""
+    activations in the backward pass. `compile_scope` "blocks" compiles each block before sharding (as
+    torchtitan), "model" the whole sharded model; compiling in place keeps parameter names, and so checkpoints."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -49,16 +50,19 @@ def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool, activa
     for index, block in enumerate(model.blocks):
         if activation_checkpointing:
             block = checkpoint_wrapper(block)
-        if compile_blocks:
-            block.compile()             # in place: parameter names, and so checkpoints, stay the same
+        if compile_scope == "blocks":
+            block.compile()
         model.blocks[index] = block
         fully_shard(block, mp_policy=policy)
     fully_shard(model, mp_policy=policy)
+    if compile_scope == "model":
+        model.compile()
     return model
 
 
-def all_reduce_mean(value: float, device: torch.device) -> float:
-    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+def all_reduce_mean(value: float | torch.Tensor, device: torch.device) -> float:
+    """The mean over the ranks of a number or a one-element tensor (on the device: one wait for it, here)."""
+    tensor = torch.as_tensor(value, dtype=torch.float64, device=device).reshape(1)
     dist.all_reduce(tensor, op=dist.ReduceOp.AVG if dist.get_backend() == "nccl" else dist.ReduceOp.SUM)
     return float(tensor.item()) / (1 if dist.get_backend() == "nccl" else dist.get_world_size())
 

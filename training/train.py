@@ -30,6 +30,7 @@ from tracking.run_logger import RunLogger
 from training.batch_ramp import BatchRamp, lr_factor, schedule_position
 from training.checkpoint import latest_checkpoint
 from training.checkpointer import Checkpointer, UpdateCounter
+from training.device_batches import DeviceBatches
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, load_suite, suite_nll
 from training.model import Transformer
@@ -43,6 +44,7 @@ from training.parallel import all_reduce_mean, full_norm, init_distributed, shar
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
+from training.step_timer import StepTimer
 
 
 class NonFiniteLoss(RuntimeError):
@@ -62,7 +64,7 @@ def train(config: TrainingConfig, stop_after: int | None = None) -> None:
     figures = plan(config)
     total_steps = figures["steps"]
     peak = PEAK_FLOPS.get((config.hardware.device, config.hardware.dtype)) if env.device.type == "cuda" else None
-    tracker = RunLogger(config, enabled=env.is_main)
+    tracker = RunLogger(config, enabled=env.is_main and config.mlflow.enabled)
     tracker.params(flatten("", config.model_dump(mode="json")) | {"plan.parameters": str(figures["parameters"]),
                                                                  "plan.tokens_per_update": str(figures["tokens_per_update"]),
                                                                  "plan.steps": str(total_steps)})
@@ -83,8 +85,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
     model = shard_model(Transformer(model_spec).to(env.device), env.device,
                         bf16=config.hardware.dtype == "bf16",        # on CPU too: FSDP2's policy casts there as well
                         activation_checkpointing=config.hardware.activation_checkpointing,
-                        compile_blocks=config.hardware.compile)
-    optimizer = build_optimizer(model, config.optimizer)
+                        compile_scope=config.hardware.compile_scope if config.hardware.compile else None)
+    optimizer = build_optimizer(model, config.optimizer, fused=env.device.type == "cuda")
     spikes = SpikeDetector(config.spikes)
     micro = config.micro_batch_size * env.world_size
     ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, micro, model_spec.seq_len)
@@ -103,8 +105,9 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         _log(env, {"event": "resumed", "checkpoint": resumed, "step": counter.step})
         tracker.metrics(counter.step, {RESUME_METRIC: counter.step})       # for `sluice doctor`
 
+    timer = StepTimer(env.device)
     while counter.tokens < total_tokens:
-        started = time.perf_counter()
+        timer.start()
         counter.attempt += 1
         accumulation = ramp.accumulation(counter.tokens, total_tokens)
         rate = learning_rate(schedule_position(counter.tokens, full_update_tokens), total_steps, config.optimizer) \
@@ -139,12 +142,12 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
         update_tokens = accumulation * micro * model_spec.seq_len
         counter.tokens += update_tokens
         last = counter.tokens >= total_tokens
-        seconds = time.perf_counter() - started
+        seconds = timer.seconds()
         record = {"loss": round(loss_value, 6), "lr": rate, "grad_norm": round(grad_norm, 6),
                   "b_noise": round(b_noise, 3) if b_noise else None, "batch_sequences": accumulation * micro,
                   "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
                   "mfu": round(flops_per_token * update_tokens / seconds / (peak * env.world_size), 4) if peak
-                  else None}
+                  else None, "peak_memory_gb": _peak_memory_gb(env.device)}
         _log(env, {"step": counter.step, **record})
         tracker.metrics(counter.step, record)
         if (config.data.validation or suite is not None) and (counter.step % config.eval.every == 0 or last):
@@ -167,7 +170,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
 
 
 def _training_data(config: TrainingConfig, env, model_spec, counter: UpdateCounter):
-    """This rank's training windows, checked against the model and the batch, with any drill's bad batches."""
+    """This rank's training batches on its device, read ahead, checked against the model and the batch, with any
+    drill's bad batches."""
     data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
     data.check_vocabulary(model_spec.vocab_size)
     per_update = config.micro_batch_size * config.grad_accumulation
@@ -178,25 +182,35 @@ def _training_data(config: TrainingConfig, env, model_spec, counter: UpdateCount
                          f"smaller batch or a shorter seq_len")
     if config.drills.label_shift:
         data = LabelShift(data)
-    if config.spikes.inject_bad_batches:
-        return BadBatches(data, config.spikes.inject_bad_batches, model_spec.vocab_size, counter)
-    return data
+    batches = DeviceBatches(data, config.micro_batch_size, env.device)
+    if config.spikes.inject_bad_batches:     # outside the read-ahead: it marks the batches of the current attempt
+        return BadBatches(batches, config.spikes.inject_bad_batches, model_spec.vocab_size, counter)
+    return batches
 
 
-def _forward_backward(config: TrainingConfig, env, model, data, noise: NoiseProbe | None,
+def _forward_backward(config: TrainingConfig, env, model, batches, noise: NoiseProbe | None,
                       accumulation: int) -> tuple[float, float]:
     """One update's gradients, accumulated over `accumulation` micro-batches and clipped: (mean cross-entropy over
-    the ranks, the gradient norm before clipping)."""
+    the ranks, the gradient norm before clipping). The host waits for the device once, at the end: the losses stay
+    on it until then, and the ranks reduce gradients only after the last micro-batch (and after the first when the
+    noise probe measures there), each other micro-batch accumulating onto this rank's own."""
     losses = []
     for micro_step in range(accumulation):
-        inputs, targets = (torch.from_numpy(array).to(env.device) for array in data.next_batch(config.micro_batch_size))
+        probing = noise is not None and noise.measures(micro_step, accumulation)
+        model.set_requires_gradient_sync(probing or micro_step == accumulation - 1)
+        inputs, targets = batches.next_batch()
         loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
         (loss / accumulation).backward()
-        losses.append(cross_entropy.item())
-        if noise:
-            noise.after_micro_batch(model, micro_step, accumulation)
+        losses.append(cross_entropy.detach())
+        if probing:
+            noise.after_first_micro_batch(model, accumulation)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.optimizer.grad_clip or math.inf)
-    return all_reduce_mean(sum(losses) / len(losses), env.device), full_norm(grad_norm)
+    return all_reduce_mean(torch.stack(losses).mean(), env.device), full_norm(grad_norm)
+
+
+def _peak_memory_gb(device: torch.device) -> float | None:
+    """The most memory this rank's tensors have held on its GPU so far."""
+    return round(torch.cuda.max_memory_allocated(device) / 1e9, 3) if device.type == "cuda" else None
 
 
 def _evaluate(config: TrainingConfig, env, model, model_spec, step: int, tracker: RunLogger,
