@@ -1,13 +1,15 @@
 """Training throughput on CPU: the sluice trainer (torchrun, 2 processes, FSDP2 over gloo) against a plain
 single-process PyTorch loop, same model, same global batch, same data, same machine.
 
-    .venv/bin/python benchmarks/training.py [--steps 30] [--warmup 5] [--accumulations 1 4] [--before FILE]
+    .venv/bin/python benchmarks/training.py [--steps 30] [--warmup 5] [--accumulations 1 4] [--baseline REV --rounds 3]
 
 Data: the UTF-8 bytes of `../shared/data/reference` (wikitext-2, Gutenberg) as token ids, written as token
 shards. Model: the tiny preset widened (4 layers, d_model 256, seq 256, vocab 512). Global batch: 16 sequences
 per update, measured at each of `--accumulations` (FSDP at accumulation A: 8 / A per rank per micro-batch x 2 ranks
-x A; plain: 16 / A in one process x A). `--before FILE` (this script's output at an earlier commit, `--out`) adds
-that commit's figures and the after / before ratios: how a change to the trainer moved its speed.
+x A; plain: 16 / A in one process x A). `--baseline REV` runs the trainer of that git revision (exported to
+`_work/training-baseline`) in turn with this tree's, `--rounds` times each, A B A B: each pair's ratio of median
+tokens/s, and their median, say how a change to the trainer moved its speed while the shared machine's speed
+drifts.
 
 Fairness: the machine has 2 cores. FSDP runs 2 ranks with 1 thread each; the plain loop gets both cores as
 2 intra-op threads (and, for reference, 1 thread). Tokens/s is the median over the steps after `warmup` (each
@@ -63,14 +65,16 @@ def training_config(shards: list[str], steps: int, accumulation: int) -> dict:
             "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": RANKS}}
 
 
-def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int, accumulation: int) -> tuple[float, list[float]]:
+def fsdp_tokens_per_s(shards: list[str], steps: int, warmup: int, accumulation: int,
+                      tree: Path = ROOT) -> tuple[float, list[float]]:
+    """The trainer of `tree` (this checkout, or a baseline revision's files)."""
     from flows.torchrun import torchrun_command
 
     subprocess.run(["rm", "-rf", str(WORK / "checkpoints")], check=True)
     config_path = WORK / "fsdp.yaml"
     config_path.write_text(yaml.safe_dump(training_config(shards, steps, accumulation)))
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(torchrun_command(str(config_path), RANKS), cwd=ROOT, env=env, capture_output=True,
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(tree)}
+    done = subprocess.run(torchrun_command(str(config_path), RANKS), cwd=tree, env=env, capture_output=True,
                           text=True, check=True)
     rates = [json.loads(line)["tokens_per_s"] for line in done.stdout.splitlines() if line.startswith('{"step"')]
     return statistics.median(rates[warmup:]), rates
@@ -123,15 +127,25 @@ def measure(shards: list[str], steps: int, warmup: int, accumulation: int) -> di
             "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3), "fsdp_per_step_tokens_per_s": fsdp_rates}
 
 
-def compared_with(before: dict, after: dict) -> dict:
-    """The earlier commit's FSDP figures and after / before per accumulation."""
-    ratios = {accumulation: round(figures["cpu_fsdp_tokens_per_s"] /
-                                  before["accumulation"][accumulation]["cpu_fsdp_tokens_per_s"], 3)
-              for accumulation, figures in after.items() if accumulation in before["accumulation"]}
-    return {"before": {"commit": before["commit"], "date": before["date"],
-                       "cpu_fsdp_tokens_per_s": {accumulation: figures["cpu_fsdp_tokens_per_s"]
-                                                 for accumulation, figures in before["accumulation"].items()}},
-            "cpu_fsdp_after_over_before": ratios}
+def baseline_tree(revision: str) -> Path:
+    """The files of `revision`, exported beside the bench's other work."""
+    tree = WORK.parent / "training-baseline"
+    subprocess.run(["rm", "-rf", str(tree)], check=True)
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def against_baseline(shards: list[str], steps: int, warmup: int, accumulation: int, tree: Path,
+                     rounds: int) -> dict:
+    """This tree's trainer and the baseline's in turn, `rounds` pairs: medians and each pair's ratio."""
+    pairs = [(fsdp_tokens_per_s(shards, steps, warmup, accumulation, tree)[0],
+              fsdp_tokens_per_s(shards, steps, warmup, accumulation)[0]) for _ in range(rounds)]
+    ratios = [round(this / baseline, 3) for baseline, this in pairs]
+    return {"baseline_fsdp_tokens_per_s": [round(baseline, 1) for baseline, _ in pairs],
+            "this_fsdp_tokens_per_s": [round(this, 1) for _, this in pairs],
+            "this_over_baseline_per_pair": ratios, "this_over_baseline": statistics.median(ratios)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--accumulations", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--before", type=Path, help="this script's result at an earlier commit")
+    parser.add_argument("--baseline", help="a git revision whose trainer to time against this tree's")
+    parser.add_argument("--rounds", type=int, default=3, help="baseline / this pairs per accumulation")
     parser.add_argument("--data-dir", default=str(shared_data_dir()))
     parser.add_argument("--out", type=Path, default=RESULTS / "training.json")
     args = parser.parse_args(argv)
@@ -150,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     result = {"threads": "OMP_NUM_THREADS=1 per FSDP rank; the plain loop 2 threads (and 1)",
               "model": MODEL, "global_batch_sequences": GLOBAL_BATCH,
               "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"], "accumulation": figures}
-    if args.before:
-        result |= compared_with(json.loads(args.before.read_text()), figures)
+    if args.baseline:
+        tree = baseline_tree(args.baseline)
+        revision = subprocess.run(["git", "rev-parse", args.baseline], cwd=ROOT, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        result["baseline"] = {"revision": revision} | {
+            str(accumulation): against_baseline(shards, args.steps, args.warmup, accumulation, tree, args.rounds)
+            for accumulation in args.accumulations}
     write_result(args.out, result, "benchmarks/training.py", argv)
     print(json.dumps({accumulation: {key: value for key, value in values.items()
                                      if key != "fsdp_per_step_tokens_per_s"}
