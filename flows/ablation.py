@@ -155,6 +155,14 @@ def _variance_split(ablation: AblationConfig, seeds: list[int], recipes: dict, a
             for control, single in alone.items()}
 
 
+def _description(ablation: str, variant: str, seed: int, mixture: dict, data: dict, member: bool) -> str:
+    """The run page's description: which run of which ablation, on which data."""
+    role = "" if member else " (a run of the variance split, not compared)"
+    return (f"Ablation **{ablation}**: variant `{variant}`, seed {seed}{role}.\n\n"
+            f"Mixture digest `{mixture['digest']}`, tokenizer `{data['tokenizer']['digest']}`, evaluation suite "
+            f"`{data['suite']['digest']}`. The verdict is on the parent run's page.")
+
+
 def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store: str, tracking: str,
            parent_id: str, per_update: int, member: bool = True) -> dict:
     """One (variant, seed) run, trained or found again; `member`: it joins the comparison (else it is a run of
@@ -170,7 +178,8 @@ def _train(ablation: AblationConfig, variant: str, seed: int, data: dict, store:
         store, ablation.mlflow.experiment, data["tokenizer"], mixture, tracking,
         {"mlflow.parentRunId": parent_id, **kind, "sluice.ablation": ablation.name,
          "sluice.variant": variant, "sluice.seed": str(seed), "sluice.tokens_per_update": str(per_update),
-         "sluice.suite_digest": suite["digest"]})
+         "sluice.suite_digest": suite["digest"], "mlflow.note.content": _description(ablation.name, variant, seed,
+                                                                                    mixture, data, member)})
     record = os.path.join(config.checkpoint.dir, RESULT_FILE)
     older = [path for path in older_code_checkpoints(config.checkpoint.dir)
              if os.path.exists(os.path.join(path, RESULT_FILE))] if ablation.reuse_older_runs else []

@@ -113,6 +113,9 @@ def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
         [("+dedup", "0"), ("+dedup", "1"), ("raw", "0"), ("raw", "1")]
     for run in children:
         assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent_id
+        description = run.data.tags["mlflow.note.content"]          # the run page's description
+        assert f"variant `{run.data.tags['sluice.variant']}`, seed {run.data.tags['sluice.seed']}." in description
+        assert run.data.tags["sluice.mixture_digest"] in description
         contexts = {tag.value for dataset in run.inputs.dataset_inputs for tag in dataset.tags
                     if tag.key == "mlflow.data.context"}
         assert contexts == {"training", "evaluation"}
@@ -166,6 +169,7 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
                              capture_output=True, text=True, timeout=300)
     assert sampled.returncode == 0, sampled.stderr[-2000:]
     assert sampled.stdout.startswith("The") and len(sampled.stdout.strip()) > len("The")
+    assert "type hints" not in sampled.stderr, sampled.stderr      # MLflow asks for them on `predict`, unless hinted
 
 
 def test_a_browser_shows_a_training_runs_datasets_and_logged_model(ablation_runs):

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import torch
 
 from training.checkpoint import COMPLETE, checkpoint_step
@@ -55,10 +56,11 @@ class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
         self.model.eval()
         self.tokenizer = spm.SentencePieceProcessor(model_file=context.artifacts["tokenizer"])
 
-    # No type hints on `predict` (MLflow advises them): with hints MLflow infers the signature from them and drops
-    # the params schema (`new_tokens`, `temperature`, `seed`) given explicitly in `_signature`.
+    # A DataFrame hint, the input the pyfunc's string-column signature hands over: MLflow warns on a `predict`
+    # without hints, and infers no signature from this one, so the params schema (`new_tokens`, `temperature`,
+    # `seed`) given explicitly in `_signature` stays.
     @torch.no_grad()
-    def predict(self, context, model_input, params: dict | None = None) -> list[str]:
+    def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> list[str]:
         prompts = list(model_input.iloc[:, 0]) if hasattr(model_input, "iloc") else list(model_input)
         params = params or {}
         generator = torch.Generator().manual_seed(int(params.get("seed", 0)))
