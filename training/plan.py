@@ -6,7 +6,8 @@ Formulas, and where they come from:
 - Memory per rank (ZeRO, Rajbhandari et al. 2020): bf16 mixed precision keeps 2 bytes of parameters, 2 of
   gradients and 12 of optimizer state (fp32 master, Adam m and v) per parameter; fp32 keeps 4 + 4 + 8.
   ZeRO-1 shards the optimizer state over the data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 (FSDP)
-  also the parameters.
+  also the parameters. With gradient accumulation the trainer reduces gradients once per update, so between
+  micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3) and parameters (ZeRO-3) in compute dtype.
 - Activations per layer (Korthikanti et al. 2022) with fused attention (no stored score matrix):
   34 * seq * micro_batch * d_model bytes in 16-bit, doubled in fp32; with activation checkpointing only each
   layer's input (2 bytes per element) plus one layer recomputed; plus the fp32 logits (4 * seq * batch * vocab).
@@ -47,11 +48,13 @@ def model_config(config: TrainingConfig) -> ModelConfig:
     return replace(PRESETS[config.model.preset], **overrides)
 
 
-def memory_per_rank(n_params: int, dtype: str, ranks: int) -> dict[str, dict[str, float]]:
-    """Bytes of parameters, gradients and optimizer state on one rank under each sharding."""
+def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1) -> dict[str, dict[str, float]]:
+    """Bytes of parameters, gradients and optimizer state on one rank under each sharding, and what accumulating
+    micro-batches holds unsharded until the update's one reduction (`accumulation`)."""
     params, grads, optimizer = (n_params * size for size in STATE_BYTES[dtype])
     shard = {"none": (1, 1, 1), "zero1": (1, 1, ranks), "zero2": (1, ranks, ranks), "zero3": (ranks, ranks, ranks)}
-    return {name: {"parameters": params / p, "gradients": grads / g, "optimizer": optimizer / o}
+    return {name: {"parameters": params / p, "gradients": grads / g, "optimizer": optimizer / o,
+                   "accumulation": ((params - params / p) + (grads - grads / g)) if accumulation > 1 else 0.0}
             for name, (p, g, o) in shard.items()}
 
 
@@ -74,7 +77,7 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
     steps = config.steps or (math.ceil(config.tokens / tokens_per_update) if config.tokens else DEFAULT_STEPS)
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
-    states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel)
+    states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
     activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag)
                    for flag in (False, True)}
     memory = {sharding: {**{k: round(v / GB, 3) for k, v in parts.items()},
@@ -143,10 +146,11 @@ def plan_text(result: dict) -> str:
              *_ramp_lines(result),
              f"Chinchilla-optimal for this compute: {result['chinchilla_optimal_parameters'] / 1e6:.1f}M parameters, "
              f"{result['chinchilla_optimal_tokens']:,} tokens",
-             "memory per rank, GB (params / grads / optimizer / activations = total; with activation checkpointing):"]
+             "memory per rank, GB (params / grads / optimizer / held while accumulating / activations = total; with "
+             "activation checkpointing):"]
     for sharding, parts in result["memory_gb_per_rank"].items():
         lines.append(f"  {sharding:6} {parts['parameters']:.3f} / {parts['gradients']:.3f} / {parts['optimizer']:.3f} "
-                     f"/ {parts['activations']:.3f} = {parts['total']:.3f}; {parts['total_with_activation_checkpointing']:.3f}")
+                     f"/ {parts['accumulation']:.3f} / {parts['activations']:.3f} = {parts['total']:.3f}; {parts['total_with_activation_checkpointing']:.3f}")
     lines += [f"planned per rank: {result['planned_memory_gb_per_rank']} GB of {result['device_memory_gb'] or 'host'}",
               f"pipeline bubble: {result['pipeline_bubble_fraction']:.1%}; ring all-reduce per update: "
               f"{result['allreduce_seconds_per_update']} s; checkpoint {result['checkpoint_gb']} GB, written in "

@@ -192,12 +192,16 @@ def _forward_backward(config: TrainingConfig, env, model, batches, noise: NoiseP
                       accumulation: int) -> tuple[float, float]:
     """One update's gradients, accumulated over `accumulation` micro-batches and clipped: (mean cross-entropy over
     the ranks, the gradient norm before clipping). The host waits for the device once, at the end: the losses stay
-    on it until then, and the ranks reduce gradients only after the last micro-batch (and after the first when the
-    noise probe measures there), each other micro-batch accumulating onto this rank's own."""
+    on it until then. The ranks reduce gradients only after the last micro-batch (and after the first when the
+    noise probe measures there), each other micro-batch accumulating onto this rank's own unsharded gradients; and
+    the parameters gathered for a backward pass stay gathered for the next micro-batch's forward until the last
+    (`sluice plan` counts both as memory held while accumulating)."""
     losses = []
     for micro_step in range(accumulation):
         probing = noise is not None and noise.measures(micro_step, accumulation)
-        model.set_requires_gradient_sync(probing or micro_step == accumulation - 1)
+        last = micro_step == accumulation - 1
+        model.set_requires_gradient_sync(probing or last)
+        model.set_reshard_after_backward(last)
         inputs, targets = batches.next_batch()
         loss, cross_entropy = loss_function(model(inputs), targets, config.optimizer.z_loss)
         (loss / accumulation).backward()
