@@ -76,20 +76,23 @@ def test_two_resumes_in_a_row_continue_the_same_sequence(shards):
     assert all((a == b).all() for a, b in zip(expected, got))
 
 
-def test_the_read_ahead_loader_gives_the_plain_readers_batches_in_order_across_resumes(shards):
-    """The loader reads one batch ahead, so its saved position is not its reader's: resumed twice, once with a
-    batch waiting and once from a fresh loader, it still gives exactly the plain reader's batches, past an epoch."""
+@pytest.mark.parametrize("background", [True, False])
+def test_the_read_ahead_loader_gives_the_plain_readers_batches_in_order_across_resumes(shards, background):
+    """The loader reads one batch ahead (in a thread, as on a GPU), so its saved position is not its reader's:
+    resumed twice, once with a batch waiting and once from a fresh loader, it still gives exactly the plain reader's
+    batches, past an epoch; and so does the loader that reads when a batch is taken (on CPU)."""
     plain = batches(TokenSequences(shards, SEQ, seed=5), 80)
-    loader = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"))
+    loader = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"), background=background)
     taken = [loader.next_batch()[0].numpy() for _ in range(30)]
-    loader._ahead.result()                  # the next batch read, as it is by the time a step ends
+    if background:
+        loader._ahead.result()              # the next batch read, as it is by the time a step ends
     saved = loader.state_dict()
     taken += [loader.next_batch()[0].numpy() for _ in range(5)]         # taken, then undone by the resume
     loader.load_state_dict(saved)
     taken = taken[:30] + [loader.next_batch()[0].numpy() for _ in range(20)]
     saved = json.loads(json.dumps(loader.state_dict()))
     loader.close()
-    fresh = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"))
+    fresh = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"), background=background)
     fresh.load_state_dict(saved)
     taken += [fresh.next_batch()[0].numpy() for _ in range(30)]
     assert TokenSequences(shards, SEQ, seed=5).windows_per_rank < 80 * 4       # an epoch boundary was crossed
