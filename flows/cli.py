@@ -106,6 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quiet = args.command in QUIET_COMMANDS and not args.verbose
     apply_cli_defaults(quiet=quiet)  # before Prefect / MLflow load
+    if args.command in ("run", "validate"):
+        from configs.schema import RecipeError
+
+        try:
+            recipe = _checked_recipe(args)            # before any service starts
+        except RecipeError as error:
+            print(error, file=sys.stderr)
+            return 2
+        if args.command == "validate":
+            print(f"{args.recipe}: valid recipe {recipe.name!r}, and this machine can run it")
+            return 0
     if args.command in FLOW_COMMANDS:
         from flows.temporary_server import start_temporary_server
 
@@ -140,22 +151,22 @@ def main(argv: list[str] | None = None) -> int:
 
         print(reference_markdown(), end="")
         return 0
-    from configs.schema import RecipeError, load_recipe, parse_recipe
-
-    try:
-        raw = load_recipe(args.recipe).model_dump()
-        if args.command == "run":
-            raw["dask"]["address"] = args.dask_address or raw["dask"]["address"]
-            raw["dask"]["n_workers"] = args.workers or raw["dask"]["n_workers"]
-            raw["store"] = args.store or raw["store"]
-        recipe = parse_recipe(raw, origin=f"{args.recipe} (with command-line options)")
-    except RecipeError as error:
-        print(error, file=sys.stderr)
-        return 2
-    if args.command == "validate":
-        print(f"{args.recipe}: valid recipe {recipe.name!r}")
-        return 0
     return _run(recipe)
+
+
+def _checked_recipe(args):
+    """The recipe with the command line's overrides, checked against this machine (flows.preflight)."""
+    from configs.schema import load_recipe, parse_recipe
+    from flows.preflight import preflight
+
+    raw = load_recipe(args.recipe).model_dump()
+    if args.command == "run":
+        raw["dask"]["address"] = args.dask_address or raw["dask"]["address"]
+        raw["dask"]["n_workers"] = args.workers or raw["dask"]["n_workers"]
+        raw["store"] = args.store or raw["store"]
+    recipe = parse_recipe(raw, origin=f"{args.recipe} (with command-line options)")
+    preflight(recipe, str(args.recipe))
+    return recipe
 
 
 def _stage_outcome(name: str, stats: dict) -> str:

@@ -12,6 +12,7 @@ from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
 from flows.extract_stage import extract_stage_flow
 from flows.heartbeats import subflows_without_heartbeats
+from flows.preflight import preflight
 from flows.run_summary import publish_run_summary
 from flows.tracking_run import BackgroundRun, pending
 from storage.fs import local_path
@@ -29,6 +30,7 @@ def curation_flow(recipe: Recipe) -> dict:
 
 def _curation(recipe: Recipe) -> dict:
     logger = get_run_logger()
+    preflight(recipe, recipe.name)          # a run started from the UI or from Python is checked here first
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
     tracking = tracking_uri(recipe.mlflow.tracking_uri)
     opening = BackgroundRun(lambda: _open_run(recipe))      # the first stage starts meanwhile (flows.tracking_run)

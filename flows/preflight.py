@@ -1,0 +1,129 @@
+"""A recipe checked against this machine before any service starts: what can be known without computing. The input
+files, the data files the recipe names (`{data_dir}` paths, a given language-ID model), mixture sources that can
+never select a document, and a training run that cannot fit its device or reach its nodes. Each problem is one line
+naming the field, the value and what to do; all of them are raised together as one RecipeError, which a command
+reports as it reports a recipe's own errors (exit status 2)."""
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+from collections.abc import Iterator
+
+from configs.schema import Recipe, RecipeError
+from flows.training_nodes import dask_address
+from storage.document_shard import DOCUMENT_SCHEMA
+from storage.fs import expand_inputs
+from storage.locations import expand_data_dir
+
+WARC_START, ARC_START = b"WARC/", b"filedesc://"
+
+
+def preflight(recipe: Recipe, origin: str) -> None:
+    """Raise a RecipeError listing every problem found, or return."""
+    found = [*_input_problems(recipe), *_data_file_problems(recipe), *_mixture_problems(recipe),
+             *_training_problems(recipe)]
+    if found:
+        raise RecipeError(f"{origin}: the recipe cannot run on this machine:\n" + "\n".join(f"  {line}" for line in found))
+
+
+def _input_problems(recipe: Recipe) -> Iterator[str]:
+    for index, pattern in enumerate(recipe.input.paths):
+        try:
+            matched = expand_inputs([pattern], storage_options=recipe.input.storage_options)
+        except FileNotFoundError as error:
+            yield f"input.paths[{index}]: {error}: give an existing file, folder or glob"
+            continue
+        local = [path for path in matched if "://" not in path]
+        unreadable = [path for path in local if not os.access(path, os.R_OK)]
+        if unreadable:
+            yield (f"input.paths[{index}]: {len(unreadable)} of its {len(matched)} files cannot be read (first: "
+                   f"{unreadable[0]}): fix their permissions or leave them out")
+        elif local and len(local) == len(matched) and not any(map(_starts_like_warc, local)):
+            yield (f"input.paths[{index}]: none of its {len(matched)} files starts like a WARC, WET or ARC file "
+                   f"(first: {matched[0]}): give Common Crawl WARC files (.warc.gz, .warc)")
+    listing = recipe.input.listing
+    if listing is not None and "://" not in listing.url and not os.path.exists(listing.url):
+        yield f"input.listing.url: {listing.url} does not exist: give the path of a warc.paths.gz listing"
+
+
+def _starts_like_warc(path: str) -> bool:
+    """The file's first bytes (decompressed, if gzip) are a WARC or ARC header: a file that is not is skipped as
+    bad input by the extraction, and a run of only such files has nothing to extract."""
+    with open(path, "rb") as handle:
+        head = handle.read(2)
+    try:
+        with (gzip.open(path, "rb") if head == b"\x1f\x8b" else open(path, "rb")) as handle:
+            start = handle.read(len(ARC_START))
+    except (OSError, EOFError):
+        return False
+    return start.startswith(WARC_START) or start == ARC_START
+
+
+def _data_file_problems(recipe: Recipe) -> Iterator[str]:
+    """Every `{data_dir}` path of a section the run uses, and an explicitly given language-ID model."""
+    for field, path in _data_dir_paths(recipe.model_dump(mode="json", exclude={"train"}), ""):
+        try:
+            resolved = expand_data_dir(path, recipe.data_dir)
+        except FileNotFoundError as error:
+            yield f"data_dir: {error}"
+            return
+        if not (glob.glob(resolved) if glob.has_magic(resolved) else os.path.exists(resolved)):
+            yield (f"{field}: {path} is {resolved}, which does not exist: set data_dir (or SLUICE_DATA_DIR) to the "
+                   f"shared data folder, or give another path")
+    model = recipe.extract.langid.model_path
+    if model and not os.path.isfile(model):
+        yield f"extract.langid.model_path: {model} does not exist: give a fastText lid.176 model, or leave it unset"
+
+
+def _data_dir_paths(value, field: str) -> Iterator[tuple[str, str]]:
+    """(field, path) for each string with `{data_dir}` in it, skipping sections switched off (`enabled: false`)."""
+    if isinstance(value, dict):
+        if value.get("enabled") is False:
+            return
+        for key, item in value.items():
+            yield from _data_dir_paths(item, f"{field}.{key}" if field else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _data_dir_paths(item, f"{field}[{index}]")
+    elif isinstance(value, str) and "{data_dir}" in value:
+        yield field, value
+
+
+def _mixture_problems(recipe: Recipe) -> Iterator[str]:
+    """Sources whose `where` no extracted document can meet."""
+    if not recipe.mixture.enabled:
+        return
+    kept_languages = set(recipe.extract.langid.languages)
+    for index, source in enumerate(recipe.mixture.sources):
+        field = f"mixture.sources[{index}] ({source.name!r}).where"
+        for column, allowed in source.where.items():
+            if column not in DOCUMENT_SCHEMA.names:
+                yield f"{field}: {column!r} is not a document column ({', '.join(DOCUMENT_SCHEMA.names)})"
+            elif column == "lang" and kept_languages and not kept_languages & set(allowed):
+                yield (f"{field}: lang {allowed}, but extract.langid.languages keeps only {sorted(kept_languages)}: "
+                       f"add the language there, or change the source")
+            elif column == "source" and recipe.input.source not in allowed:
+                yield (f"{field}: source {allowed}, but every document's source is input.source "
+                       f"{recipe.input.source!r}")
+
+
+def _training_problems(recipe: Recipe) -> Iterator[str]:
+    train = recipe.train
+    if not train.enabled:
+        return
+    if train.hardware.nodes > 1:
+        try:
+            dask_address(train)
+        except ValueError as error:
+            yield f"train.{error}"
+    if train.hardware.device == "cpu":          # no device memory to fit; and torch stays unimported here
+        return
+    from training.plan import PlanRefused, check_fits, plan
+
+    sized = train.model_copy(update={"model": train.model.model_copy(update={
+        "vocab_size": train.model.vocab_size or recipe.tokenizer.vocab_size})})
+    try:
+        check_fits(plan(sized))
+    except PlanRefused as error:
+        yield f"train: {error}: a smaller micro_batch_size, activation checkpointing or more data-parallel ranks"

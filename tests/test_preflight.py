@@ -1,0 +1,88 @@
+"""Bad input is reported before anything starts: `sluice run` on a recipe this machine cannot run exits with status
+2 in a few lines naming the field, with no traceback and no Prefect, Dask or MLflow started."""
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WHIRLWIND = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
+
+
+def _recipe(data_dir: Path, tmp_path: Path, **changes) -> dict:
+    recipe = {"name": "preflight", "store": str(tmp_path / "store"),
+              "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "preflight"},
+              "dedup": {"enabled": False}, "quality": {"enabled": False}, "tokenizer": {"enabled": False},
+              "mixture": {"enabled": False}, "mlflow": {"experiment": "preflight"}}
+    for dotted, value in changes.items():
+        *parents, key = dotted.split("__")
+        target = recipe
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[key] = value
+    return recipe
+
+
+def _junk_file(tmp_path: Path) -> str:
+    path = tmp_path / "junk" / "page.warc.gz"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(gzip.compress(b"<html>not a WARC record</html>\n" * 20))
+    return str(path)
+
+
+CASES = {
+    "missing path": (lambda d, t: {"input__paths": [str(t / "no-such-folder")]},
+                     ["input.paths[0]", "does not exist"]),
+    "empty glob": (lambda d, t: {"input__paths": [str(t / "*.warc.gz")]}, ["input.paths[0]", "matched no"]),
+    "junk file only": (lambda d, t: {"input__paths": [_junk_file(t)]}, ["input.paths[0]", "starts like a WARC"]),
+    "data_dir file missing": (lambda d, t: {"quality__enabled": True,
+                                            "quality__kenlm__reference": {"en": ["{data_dir}/reference/no-such.txt"]}},
+                              ["quality.kenlm.reference.en[0]", "no-such.txt", "does not exist"]),
+    "language never kept": (lambda d, t: {"tokenizer__enabled": True, "mixture__enabled": True,
+                                          "extract__langid__languages": ["en"],
+                                          "mixture__sources": [{"name": "german", "where": {"lang": ["de"]},
+                                                                "weight": 1}]},
+                            ["mixture.sources[0] ('german').where", "keeps only ['en']"]),
+    "unknown column": (lambda d, t: {"tokenizer__enabled": True, "mixture__enabled": True,
+                                     "mixture__sources": [{"name": "x", "where": {"language": ["en"]}, "weight": 1}]},
+                       ["mixture.sources[0] ('x').where", "'language' is not a document column"]),
+    "training that cannot fit": (lambda d, t: {"train": {"enabled": True, "model": {"preset": "1B"},
+                                                         "micro_batch_size": 64,
+                                                         "hardware": {"device": "h100", "dtype": "bf16"}}},
+                                 ["train: planned memory per rank", "exceeds the device's 80 GB"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_recipe_this_machine_cannot_run_stops_before_anything_starts(case, data_dir, tmp_path):
+    changes, expected = CASES[case]
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(_recipe(data_dir, tmp_path, **changes(data_dir, tmp_path))))
+    prefect_home = tmp_path / "prefect"
+    env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(prefect_home)}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert all(text in output for text in expected), output
+    assert "Traceback" not in output and len(output.strip().splitlines()) <= 10, output
+    assert not prefect_home.exists(), "Prefect was started"        # its temporary server makes PREFECT_HOME
+    assert time.monotonic() - started < 30
+
+
+def test_the_demo_recipe_passes_the_checks(data_dir, small_corpus, tmp_path):
+    """The checks do not refuse a recipe that runs: the demo's, on the small corpus."""
+    from configs.schema import load_recipe
+    from flows.preflight import preflight
+
+    recipe = load_recipe(ROOT / "configs" / "demo.yaml")
+    recipe = recipe.model_copy(update={"input": recipe.input.model_copy(update={"paths": [str(small_corpus / "warc")]})})
+    preflight(recipe, "configs/demo.yaml")
