@@ -121,11 +121,25 @@ def main(argv: list[str] | None = None) -> int:
         from flows.temporary_server import start_temporary_server
 
         start_temporary_server()     # comes up while the flows are imported
+    log = None
     if quiet:
-        from flows.console import log_to_file
+        from flows.console import leave_failures_to_the_report, log_to_file
         from storage.locations import state_dir
 
-        print(f"full log: {log_to_file(state_dir() / 'logs', args.command)} (-v shows it live)", file=sys.stderr)
+        log = log_to_file(state_dir() / "logs", args.command)
+        leave_failures_to_the_report()
+        print(f"full log: {log} (-v shows it live)", file=sys.stderr)
+    if args.command not in QUIET_COMMANDS:
+        return _command(args, None)
+    try:
+        return _command(args, recipe if args.command == "run" else None)
+    except Exception as error:         # a failed run: a few lines, the traceback in the log (and live with -v)
+        from flows.failure_report import report_failure
+
+        return report_failure(error, f"sluice {args.command}", log)
+
+
+def _command(args, recipe) -> int:
     if args.command == "server":
         return _server(args)
     if args.command == "corpus":

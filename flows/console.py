@@ -14,6 +14,7 @@ from pathlib import Path
 PROGRESS_ENV = "SLUICE_PROGRESS"          # set by the CLI: map_tasks draws progress lines
 BAR_WIDTH = 24
 LOG_FORMAT = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(name)s - %(message)s"
+RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 
 
 def quiet_console_environment() -> None:
@@ -37,6 +38,19 @@ def log_to_file(folder: Path, command: str) -> Path:
     handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%H:%M:%S"))
     logging.getLogger().addHandler(handler)
     return path
+
+
+def leave_failures_to_the_report() -> None:
+    """Keep a failure's tracebacks and its engine's error lines (each flow and task run it passed through logs it
+    again) off the console: they go to the log file, and the command reports the failure once
+    (flows/failure_report.py). Warnings still show."""
+    for handler in logging.getLogger().handlers:
+        if not isinstance(handler, logging.FileHandler):
+            handler.addFilter(_not_a_failure)
+
+
+def _not_a_failure(record: logging.LogRecord) -> bool:
+    return not (record.exc_info or record.levelno >= logging.ERROR and record.name.startswith(RUN_LOGGERS))
 
 
 class Progress:

@@ -30,11 +30,11 @@ def curation_flow(recipe: Recipe) -> dict:
 
 def _curation(recipe: Recipe) -> dict:
     logger = get_run_logger()
-    preflight(recipe, recipe.name)          # a run started from the UI or from Python is checked here first
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
     tracking = tracking_uri(recipe.mlflow.tracking_uri)
     opening = BackgroundRun(lambda: _open_run(recipe))      # the first stage starts meanwhile (flows.tracking_run)
     try:
+        preflight(recipe, recipe.name)      # a run started from the UI or from Python is checked here first
         with pending(opening), dask_cluster(recipe.dask) as address:
             logger.info("Dask scheduler %s; MLflow at %s", address, tracking)
             stages = _data_stages(recipe, DaskTaskRunner(address=address))

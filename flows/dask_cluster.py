@@ -11,7 +11,8 @@ from configs.schema import DaskConfig
 
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
 # first task of a stage does not pay for importing Prefect's task engine and the extraction libraries, nor a
-# report's first chart on that worker for matplotlib's (~0.6 s, in the middle of a stage otherwise).
+# report's first chart on that worker for matplotlib's (~0.6 s, in the middle of a stage otherwise); and first,
+# flows.worker_console, so that a failed call is not logged again by its worker.
 # Dask's statistical profiler samples the worker threads' stacks from the worker's event loop and holds those
 # frames: a frame's locals are then freed on the event-loop thread, and Resiliparse's parse trees must be freed
 # on the thread that made them ("HTMLTreePy is unsendable, but is being dropped on another thread"). Off.
@@ -26,7 +27,7 @@ WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",   # 
 # pyarrow imports pandas (~0.25 s) the first time a worker builds an array from a list, which every stage's first
 # call on each worker did: dedup's features calls took 0.65 s first against 0.33 s after on 2 workers.
 # datasketch is imported where the signatures are computed (tasks/dedup/minhash.py), so named here.
-WORKER_PRELOAD = ("prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "datasketch",
+WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "datasketch",
                   "tasks.tokenize.task", "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task",
                   "matplotlib.figure", "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
 # The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a

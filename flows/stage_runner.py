@@ -96,6 +96,9 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     try:
         with calls_on(_dask_client()) as calls:
             output = produce(context)
+    except Exception as error:
+        error.add_note(f"(in stage {spec.name})")
+        raise
     finally:
         ui_writes_sent()     # the steps' progress bars, sent in the background; none outlives the stage
     wall = round(time.perf_counter() - started, 3)

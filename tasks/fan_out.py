@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 Result = TypeVar("Result")
@@ -116,11 +117,15 @@ def _on_cluster(client, timed: Callable, items: list,
     index_of = {future.key: index for index, future in zip(order, futures)}
     finishing = as_completed(futures, loop=client.loop)
     del futures
-    for future in finishing:
-        index = index_of[future.key]
-        result = _naming(items[index], future.result)
-        future.release()
-        yield index, result
+    try:
+        for future in finishing:
+            index = index_of[future.key]
+            result = _naming(items[index], future.result)
+            future.release()
+            yield index, result
+    except BaseException:             # the step failed (or its caller stopped): its other calls need not run
+        client.cancel(list(finishing.futures))
+        raise
 
 
 def in_background(job: Callable[[], Result]) -> Callable[[], Result]:
@@ -170,5 +175,14 @@ def _naming(item, call: Callable[[], Result]) -> Result:
     try:
         return call()
     except Exception as error:
-        error.add_note(f"(in the call on {item!r})")
+        error.add_note(f"(in the call on {_named(item)})")
         raise
+
+
+def _named(item, width: int = 160) -> str:
+    """An item as an error note names it: a job that is a function by the function's name, anything else by its
+    repr, cut to `width` characters."""
+    if isinstance(item, partial):
+        return f"{item.func.__name__}(...)"
+    text = repr(item)
+    return text if len(text) <= width else text[:width - 3] + "..."

@@ -6,7 +6,7 @@ from __future__ import annotations
 import mlflow
 import pytest
 
-from configs.schema import load_recipe, parse_recipe
+from configs.schema import RecipeError, load_recipe, parse_recipe
 from flows.tracking_run import BackgroundRun, activate_pending_run, pending
 from tracking.store import use_experiment
 
@@ -48,7 +48,7 @@ def test_a_run_that_fails_before_any_stage_logged_is_marked_failed(tmp_path, das
     raw["input"]["paths"] = [str(tmp_path / "no-such-crawl")]
     raw |= {"name": "fails-early", "store": str(tmp_path / "store"), "dask": {"address": dask_address}}
     raw["mlflow"]["experiment"] = "fails-early"
-    with pytest.raises(FileNotFoundError, match="no-such-crawl"):
+    with pytest.raises(RecipeError, match="input.paths.0.: input .*no-such-crawl' does not exist"):
         curation_flow(parse_recipe(raw))
     runs = mlflow.search_runs(experiment_names=["fails-early"], output_format="list")
     assert [run.info.status for run in runs] == ["FAILED"]

@@ -26,6 +26,7 @@ from configs.mixture import MixtureConfig, MixtureSource
 from storage.document_shard import read_documents
 from storage.token_shard import TokenShard
 from tasks.dedup.normalize import key64
+from tasks.errors import TooLittleData
 from tasks.tokenize.sample import document_hashes, is_heldout
 
 BIN_BITS = 20
@@ -178,11 +179,15 @@ def plan_draws(counts: list[ShardCount], config: MixtureConfig) -> list[SourceDr
         available, members = int(tokens.sum()), int(pieces.sum())
         target = round(weights[source.name] * config.token_budget)
         if members == 0:
-            raise ValueError(f"mixture source {source.name!r} selects no training documents (where={source.where})")
+            raise TooLittleData(f"mixture source {source.name!r} selects no training documents of the filtered "
+                                f"corpus (mixture.sources[{index}].where = {source.where}): widen its `where`, add "
+                                f"input, or remove the source")
         if target > available * source.max_epochs:
-            raise ValueError(f"mixture source {source.name!r} needs {target:,} tokens ({weights[source.name]:.1%} of "
-                             f"{config.token_budget:,}) but has {available:,} in {members} pieces: at most "
-                             f"{source.max_epochs} epochs give {int(available * source.max_epochs):,}")
+            raise TooLittleData(f"mixture source {source.name!r} needs {target:,} tokens ({weights[source.name]:.1%} "
+                                f"of {config.token_budget:,}) but has {available:,} in {members} pieces: at most "
+                                f"{source.max_epochs} epochs give {int(available * source.max_epochs):,}; lower "
+                                f"mixture.token_budget or its weight, raise mixture.sources[{index}].max_epochs, or "
+                                f"add input")
         whole, remaining = divmod(target, available)
         tokens_through, pieces_through = np.cumsum(tokens), np.cumsum(pieces)   # up to each bin, inclusive
         # the cut: the first occupied bin whose tokens would overshoot (each boundary up to it has at most `remaining`)

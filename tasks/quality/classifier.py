@@ -16,10 +16,13 @@ import tempfile
 import numpy as np
 
 from configs.quality import ClassifierConfig
+from tasks.errors import TooLittleData
 from tasks.quality.calibration import calibrated, fit_platt, reliability
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__cc"
+MORE_EXAMPLES = {POSITIVE: "add reference text (quality.classifier.positives)",
+                 NEGATIVE: "add input (the raw extracted pages are the other class)"}
 CALIBRATION_SUFFIX = ".calibration.json"          # beside the model: Platt's a and b
 REPORT_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 0.9)
 _SPACES = re.compile(r"\s+")
@@ -96,8 +99,9 @@ def _calibrate(classifier: "QualityClassifier", examples: list[tuple[str, str]],
 def _balanced(texts: list[str], label: str, config: ClassifierConfig) -> list[tuple[str, str]]:
     examples = sorted({example_text(text) for text in texts} - {""}, key=lambda t: seeded_rank(t, config.seed))
     if len(examples) < config.min_examples:
-        raise ValueError(f"quality classifier: {len(examples)} distinct {label} examples; at least "
-                         f"{config.min_examples} are needed (add reference text or documents)")
+        raise TooLittleData(f"quality classifier: {len(examples)} distinct {label} examples, at least "
+                            f"{config.min_examples} are needed: {MORE_EXAMPLES[label]}, lower "
+                            f"quality.classifier.min_examples, or set quality.classifier.enabled: false")
     return [(label, text) for text in examples[:config.max_examples_per_class]]
 
 

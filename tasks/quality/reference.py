@@ -4,12 +4,13 @@ from __future__ import annotations
 import glob
 import os
 
+from tasks.errors import TooLittleData
 from tasks.evaluation.ngrams import NgramSet
 
 TEXT_SUFFIXES = (".txt", ".raw")
 
 
-class ReferenceTooSmall(ValueError):
+class ReferenceTooSmall(TooLittleData):
     """Not enough reference text to train a model on."""
 
 

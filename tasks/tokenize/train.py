@@ -14,6 +14,7 @@ import sentencepiece as spm
 
 from configs.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, TokenizerConfig
 from storage.fs import atomic_output
+from tasks.errors import TooLittleData
 from tasks.tokenize.sample import choose, chosen_documents
 
 MODEL_FILE = "tokenizer.model"          # the tokenizer stage's one output file
@@ -24,7 +25,8 @@ def train_tokenizer(shard_urls: list[str], model_url: str, config: TokenizerConf
     train, heldout = choose(shard_urls, config.seed, config.heldout_fraction, config.sample_documents,
                             config.max_heldout_documents)
     if not train.hashes.size:
-        raise ValueError("no documents to train the tokenizer on (the input stage kept none)")
+        raise TooLittleData("no documents to train the tokenizer on: the stages before it kept none (see their "
+                            "drops); add input or loosen the filters")
     lines = [line for doc in chosen_documents(shard_urls, train, ["text"])
              for line in doc["text"].split("\n") if line.strip()]
     model = io.BytesIO()

@@ -1,0 +1,47 @@
+"""A run that fails in a stage says so in a few lines: the cause once, the stage, the log with the traceback, exit
+status 2 for too little data; no traceback on the console and no Dask worker logging the failed call again."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.failure_report import report_failure
+from tasks.errors import TooLittleData
+
+ROOT = Path(__file__).resolve().parents[1]
+WHIRLWIND = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
+
+
+@pytest.mark.slow
+def test_too_little_data_for_the_quality_models_is_reported_once_without_a_traceback(data_dir, tmp_path):
+    recipe = {"name": "too-little", "store": str(tmp_path / "store"),
+              "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "too-little"}, "dask": {"n_workers": 2},
+              "quality": {"kenlm": {"enabled": False}}, "tokenizer": {"enabled": False},
+              "mixture": {"enabled": False}, "mlflow": {"experiment": "too-little"}}
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(tmp_path / "prefect"), "SLUICE_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    cause = "distinct __label__cc examples, at least 50 are needed"
+    assert output.count(cause) == 1 and "in stage quality_models" in output, output
+    assert "Traceback" not in output and "Compute Failed" not in output, output
+    assert len([line for line in output.splitlines() if line.strip()]) <= 15, output
+    log = Path(output.split("full log: ", 1)[1].split(" (-v", 1)[0]).read_text()
+    assert "Traceback" in log and cause in log                 # the whole story is in the log
+
+
+def test_an_internal_error_exits_1_and_names_its_type(tmp_path, capsys):
+    error = KeyError("shard")
+    error.add_note("(in stage dedup)")
+    assert report_failure(error, "sluice run", None) == 1
+    printed = capsys.readouterr().err
+    assert "sluice run failed: KeyError: 'shard'\n  in stage dedup\n  the traceback is above" in printed
+    assert report_failure(TooLittleData("3 documents, 50 needed"), "sluice run", None) == 2
