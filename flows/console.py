@@ -43,14 +43,16 @@ def log_to_file(folder: Path, command: str) -> Path:
 def leave_failures_to_the_report() -> None:
     """Keep a failure's tracebacks and its engine's error lines (each flow and task run it passed through logs it
     again) off the console: they go to the log file, and the command reports the failure once
-    (flows/failure_report.py). Warnings still show."""
+    (flows/failure_report.py). So does the nanny's note that it killed a worker still busy when the cluster closed:
+    a call cancelled after another failed, which cannot be interrupted. Warnings still show."""
     for handler in logging.getLogger().handlers:
         if not isinstance(handler, logging.FileHandler):
             handler.addFilter(_not_a_failure)
 
 
 def _not_a_failure(record: logging.LogRecord) -> bool:
-    return not (record.exc_info or record.levelno >= logging.ERROR and record.name.startswith(RUN_LOGGERS))
+    return not (record.exc_info or record.levelno >= logging.ERROR and record.name.startswith(RUN_LOGGERS)
+                or record.name == "distributed.nanny" and "still alive after" in str(record.msg))
 
 
 class Progress:

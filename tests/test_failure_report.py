@@ -1,5 +1,6 @@
 """A run that fails in a stage says so in a few lines: the cause once, the stage, the log with the traceback, exit
-status 2 for too little data; no traceback on the console and no Dask worker logging the failed call again."""
+status 2 for too little data; no traceback on the console, and no Dask worker logging the failed call again or the
+calls cancelled after it."""
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ WHIRLWIND = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
 def test_too_little_data_for_the_quality_models_is_reported_once_without_a_traceback(data_dir, tmp_path):
     recipe = {"name": "too-little", "store": str(tmp_path / "store"),
               "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "too-little"}, "dask": {"n_workers": 2},
-              "quality": {"kenlm": {"enabled": False}}, "tokenizer": {"enabled": False},
+              "tokenizer": {"enabled": False},
               "mixture": {"enabled": False}, "mlflow": {"experiment": "too-little"}}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
@@ -32,7 +33,8 @@ def test_too_little_data_for_the_quality_models_is_reported_once_without_a_trace
     assert done.returncode == 2, output
     cause = "distinct __label__cc examples, at least 50 are needed"
     assert output.count(cause) == 1 and "in stage quality_models" in output, output
-    assert "Traceback" not in output and "Compute Failed" not in output, output
+    # the KenLM model, built beside the classifier, is cancelled: no worker says so, none is reported killed
+    assert not any(text in output for text in ("Traceback", "Compute Failed", "CancelledError", "killing")), output
     assert len([line for line in output.splitlines() if line.strip()]) <= 15, output
     log = Path(output.split("full log: ", 1)[1].split(" (-v", 1)[0]).read_text()
     assert "Traceback" in log and cause in log                 # the whole story is in the log
