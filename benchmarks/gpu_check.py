@@ -5,9 +5,11 @@ bf16 against fp32, and an interrupted run resumed against an uninterrupted one.
     .venv/bin/python benchmarks/gpu_check.py --device cpu --out DIR   # the same check at tiny sizes (a test runs it)
 
 Every run is the project's own trainer (`training.train` under torchrun, one rank per GPU, MLflow off: the GPU
-image has no MLflow), on token shards this script writes first: the UTF-8 bytes of the Python standard library's
-sources, real text that any machine with Python has. What is run, in order (each a fresh torchrun; a run that fails
-is recorded with the end of its output and the check goes on):
+image has no MLflow), on token shards this script writes first: the bytes of the Python sources of the standard
+library and of torch, real text that any machine with the trainer has. Shards, configs and checkpoints go to a
+temporary folder (a run's folder is removed once read), not to `--out`. What is run, in order (each a fresh torchrun; a run that fails
+is recorded with the end of its output and the check goes on; `gpu.json` is rewritten after each part, so a check
+stopped at its time limit still returns what it measured):
 - *throughput*: the 124M preset (GPT-2 small, seq 1024) in bf16 with per-block `torch.compile`, at the largest
   power-of-two micro-batch the plan puts under `PLAN_SHARE` of the device's memory (halved after an
   out-of-memory); the same without compile, and with activation checkpointing. Tokens/s is the median over the
@@ -32,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +48,8 @@ from storage.token_shard import TokenShardWriter  # noqa: E402
 from training.plan import DEVICE_MEMORY_GB, PEAK_FLOPS, plan  # noqa: E402
 
 PLAN_SHARE = 0.6            # the plan leaves out the loss's fp32 logit copies, fragmentation, compile workspaces
+RUN_TIMEOUT_S = 300         # one torchrun: a hung collective must not take the whole lease
+OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory")
 WARMUP_STEPS = 10
 BF16_TOLERANCE_NATS = 0.05
 SMOOTHING_STEPS = 10
@@ -66,21 +71,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
-    check = Check(args.device, args.out)
-    result = {"command": f"python3 benchmarks/gpu_check.py {' '.join(argv)}", **environment(args.device),
-              "model": check.sizes["model"], "bigger_model": check.sizes["bigger"]}
-    result |= check.throughput()
-    result |= check.precision()
-    result |= check.resume()
-    if time.monotonic() - started < args.budget_s:
-        result |= check.bigger()
-    else:
-        result["bigger_skipped"] = f"the check had run {time.monotonic() - started:.0f} s of its {args.budget_s:.0f} s budget"
-    result["seconds"] = round(time.monotonic() - started, 1)
-    check.log.close()
-    (args.out / "gpu.json").write_text(json.dumps(result, indent=2) + "\n")
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
+        check = Check(args.device, Path(work), args.out / "gpu_check.log")
+        result = {"command": f"python3 benchmarks/gpu_check.py {' '.join(argv)}", **environment(args.device),
+                  "model": check.sizes["model"], "bigger_model": check.sizes["bigger"]}
+        for part in (check.throughput, check.precision, check.resume):
+            result |= part()
+            _write(args.out, result, started)
+        if time.monotonic() - started < args.budget_s:
+            result |= check.bigger()
+        else:
+            result["bigger_skipped"] = (f"the check had run {time.monotonic() - started:.0f} s of its "
+                                        f"{args.budget_s:.0f} s budget")
+        _write(args.out, result, started)
+        check.log.close()
     print(table(result))
     return 0
+
+
+def _write(out: Path, result: dict, started: float) -> None:
+    result["seconds"] = round(time.monotonic() - started, 1)
+    (out / "gpu.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 def environment(device: str) -> dict:
@@ -106,12 +117,10 @@ def device_kind(device: str) -> str:
 
 
 class Check:
-    def __init__(self, device: str, out: Path):
+    def __init__(self, device: str, work: Path, log: Path):
         self.device, self.sizes, self.kind = device, SIZES[device], device_kind(device)
-        self.work = out / "work"
-        shutil.rmtree(self.work, ignore_errors=True)
-        self.work.mkdir(parents=True)
-        self.log = (out / "gpu_check.log").open("w")
+        self.work = work
+        self.log = log.open("w")
         self.shards = text_shards(self.work / "shards", self.sizes["shard_bytes"])
         self.ranks = max(1, _gpus()) if device == "cuda" else 1
         self.runs = 0
@@ -170,7 +179,7 @@ class Check:
         micro_batch = micro_batch if limit else 8
         while True:
             run = self.train(model, micro_batch, self.sizes["throughput_steps"], hardware)
-            if "error" not in run or micro_batch == 1 or "OutOfMemoryError" not in run["error"]:
+            if not run.get("out_of_memory") or micro_batch == 1:
                 return micro_batch, run
             micro_batch //= 2
 
@@ -196,9 +205,9 @@ class Check:
         """One torchrun of the trainer: its per-step losses, median tokens/s and MFU after warmup, peak memory and
         the plan's; or the error that ended it."""
         self.runs += 1
-        if folder is None:
+        own_folder = folder is None
+        if own_folder:
             folder = self.work / f"run-{self.runs:02d}"
-            shutil.rmtree(folder, ignore_errors=True)
         config = self.config(model, micro_batch, steps, hardware, dtype, warmup, folder, checkpoint_every)
         path = self.work / f"run-{self.runs:02d}.yaml"
         path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
@@ -206,15 +215,21 @@ class Check:
         label = f"run {self.runs}: {model} micro-batch {micro_batch}, {dtype}, {hardware or 'eager'}, {steps} steps"
         print(label, flush=True)
         self.log.write(f"\n=== {label}\n")
-        done = subprocess.run(command, cwd=ROOT, env=trainer_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)
-        self.log.write(done.stdout)
+        try:
+            done = subprocess.run(command, cwd=ROOT, env=trainer_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=RUN_TIMEOUT_S)
+            output, status = done.stdout, done.returncode
+        except subprocess.TimeoutExpired as expired:
+            output, status = (expired.stdout or b"").decode(errors="replace") + f"\ntimed out after {RUN_TIMEOUT_S} s", -1
+        self.log.write(output)
         self.log.flush()
-        records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"step"')]
+        if own_folder:
+            shutil.rmtree(folder, ignore_errors=True)      # its checkpoints: GBs at 124M
+        records = step_records(output)
         figures = plan(config)
         run = {"losses": [record["loss"] for record in records], "plan_memory_gb": figures["planned_memory_gb_per_rank"]}
-        if done.returncode:
-            return run | {"error": _tail(done.stdout)}
+        if status:
+            return run | {"error": _cause(output), "out_of_memory": any(text in output for text in OUT_OF_MEMORY)}
         timed = records[WARMUP_STEPS:] or records
         tokens_per_s = statistics.median(record["tokens_per_s"] for record in timed)
         peak = PEAK_FLOPS.get((self.kind, dtype))
@@ -224,10 +239,26 @@ class Check:
                       "peak_memory_gb": max(memory) if memory else None}
 
 
+def step_records(output: str) -> list[dict]:
+    """The trainer's per-step JSON lines (a line cut short by a killed rank is left out)."""
+    records = []
+    for line in output.splitlines():
+        if line.startswith('{"step"'):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
+
+
 def text_shards(folder: Path, size: int) -> list[str]:
-    """Token shards of the standard library's source bytes (token id = byte), about `size` tokens in 4 shards."""
+    """Token shards of Python source bytes, the standard library's then torch's (token id = byte), about `size`
+    tokens in 4 shards."""
+    import torch
+
     folder.mkdir(parents=True, exist_ok=True)
-    sources = sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))
+    sources = [*sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")),
+               *sorted(Path(torch.__file__).parent.rglob("*.py"))]
     text, taken = [], 0
     for path in sources:
         if taken >= size:
@@ -236,8 +267,8 @@ def text_shards(folder: Path, size: int) -> list[str]:
         text.append(data)
         taken += len(data)
     if taken < size:
-        raise RuntimeError(f"the standard library at {sysconfig.get_paths()['stdlib']} holds {taken} bytes of "
-                           f"source, fewer than the {size} the check trains on")
+        raise RuntimeError(f"the standard library and torch hold {taken} bytes of Python source, fewer than the "
+                           f"{size} the check trains on")
     shards, per_shard = [], len(text) // 4 + 1
     for index in range(4):
         base = folder / f"stdlib-{index}"
@@ -273,8 +304,13 @@ def _errors(runs: dict[str, dict]) -> dict:
     return {name: run.get("error", "no error, but fewer steps than planned") for name, run in runs.items()}
 
 
-def _tail(output: str, lines: int = 15) -> str:
-    return "\n".join(output.strip().splitlines()[-lines:])
+def _cause(output: str, lines: int = 12) -> str:
+    """What ended a failed run: the end of the rank's own output, before torchrun's traceback and its
+    ChildFailedError report; else the output's last lines."""
+    kept = output.strip().splitlines()
+    report = next((index for index, line in enumerate(kept) if "ChildFailedError" in line), len(kept))
+    launcher = max((index for index, line in enumerate(kept[:report]) if line.startswith("Traceback")), default=report)
+    return "\n".join((kept[:launcher] or kept)[-lines:])
 
 
 def _gpus() -> int:

@@ -51,7 +51,7 @@ def leave_failures_to_the_report() -> None:
 
 
 def _not_a_failure(record: logging.LogRecord) -> bool:
-    return not (record.exc_info or record.levelno >= logging.ERROR and record.name.startswith(RUN_LOGGERS)
+    return not (record.levelno >= logging.ERROR and (record.exc_info or record.name.startswith(RUN_LOGGERS))
                 or record.name == "distributed.nanny" and "still alive after" in str(record.msg))
 
 

@@ -6,17 +6,22 @@ reports as it reports a recipe's own errors (exit status 2)."""
 from __future__ import annotations
 
 import glob
-import gzip
 import os
+import zlib
 from collections.abc import Iterator
+
+import fsspec
 
 from configs.schema import Recipe, RecipeError
 from flows.training_nodes import dask_address
 from storage.document_shard import DOCUMENT_SCHEMA
 from storage.fs import expand_inputs
 from storage.locations import expand_data_dir
+from tasks.extract.records import SNIFF_BYTES, archive_kind
 
-WARC_START, ARC_START = b"WARC/", b"filedesc://"
+GZIP_MAGIC = b"\x1f\x8b"
+# Columns the stages add to the documents, which a mixture's `where` may select by, and the section that adds each.
+ADDED_COLUMNS = {"dup_cluster": "dedup", "dup_cluster_size": "dedup", "kenlm_bucket": "quality"}
 
 
 def preflight(recipe: Recipe, origin: str) -> None:
@@ -34,6 +39,9 @@ def _input_problems(recipe: Recipe) -> Iterator[str]:
         except FileNotFoundError as error:
             yield f"input.paths[{index}]: {error}: give an existing file, folder or glob"
             continue
+        except Exception as error:          # a remote store that refuses, a protocol whose package is missing
+            yield f"input.paths[{index}]: {pattern!r} cannot be listed: {type(error).__name__}: {error}"
+            continue
         local = [path for path in matched if "://" not in path]
         unreadable = [path for path in local if not os.access(path, os.R_OK)]
         if unreadable:
@@ -48,16 +56,17 @@ def _input_problems(recipe: Recipe) -> Iterator[str]:
 
 
 def _starts_like_warc(path: str) -> bool:
-    """The file's first bytes (decompressed, if gzip) are a WARC or ARC header: a file that is not is skipped as
-    bad input by the extraction, and a run of only such files has nothing to extract."""
-    with open(path, "rb") as handle:
-        head = handle.read(2)
-    try:
-        with (gzip.open(path, "rb") if head == b"\x1f\x8b" else open(path, "rb")) as handle:
-            start = handle.read(len(ARC_START))
-    except (OSError, EOFError):
-        return False
-    return start.startswith(WARC_START) or start == ARC_START
+    """The file's first bytes are what the extraction reads (WARC plain, gzip, lz4 or zstd; ARC): a file that is
+    not is skipped by it as unreadable, and a run of only such files has nothing to extract."""
+    with fsspec.open(path, "rb") as handle:
+        head = handle.read(SNIFF_BYTES)
+    if head.startswith(GZIP_MAGIC):     # the extraction tries any gzip; here its content must be WARC or ARC
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+        except zlib.error:
+            return False
+        return archive_kind(head) in ("plain", "arc")
+    return archive_kind(head) != "unreadable"
 
 
 def _data_file_problems(recipe: Recipe) -> Iterator[str]:
@@ -67,7 +76,7 @@ def _data_file_problems(recipe: Recipe) -> Iterator[str]:
             resolved = expand_data_dir(path, recipe.data_dir)
         except FileNotFoundError as error:
             yield f"data_dir: {error}"
-            return
+            break
         if not (glob.glob(resolved) if glob.has_magic(resolved) else os.path.exists(resolved)):
             yield (f"{field}: {path} is {resolved}, which does not exist: set data_dir (or SLUICE_DATA_DIR) to the "
                    f"shared data folder, or give another path")
@@ -98,8 +107,11 @@ def _mixture_problems(recipe: Recipe) -> Iterator[str]:
     for index, source in enumerate(recipe.mixture.sources):
         field = f"mixture.sources[{index}] ({source.name!r}).where"
         for column, allowed in source.where.items():
-            if column not in DOCUMENT_SCHEMA.names:
-                yield f"{field}: {column!r} is not a document column ({', '.join(DOCUMENT_SCHEMA.names)})"
+            if column not in DOCUMENT_SCHEMA.names and column not in ADDED_COLUMNS:
+                yield (f"{field}: {column!r} is not a document column "
+                       f"({', '.join([*DOCUMENT_SCHEMA.names, *ADDED_COLUMNS])})")
+            elif column in ADDED_COLUMNS and not getattr(recipe, ADDED_COLUMNS[column]).enabled:
+                yield f"{field}: {column!r} is added by the {ADDED_COLUMNS[column]} stage, which the recipe turns off"
             elif column == "lang" and kept_languages and not kept_languages & set(allowed):
                 yield (f"{field}: lang {allowed}, but extract.langid.languages keeps only {sorted(kept_languages)}: "
                        f"add the language there, or change the source")

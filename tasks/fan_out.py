@@ -10,6 +10,7 @@ Each call is retried once on an error, and the calls a lost worker held run agai
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -124,7 +125,8 @@ def _on_cluster(client, timed: Callable, items: list,
             future.release()
             yield index, result
     except BaseException:             # the step failed (or its caller stopped): its other calls need not run
-        client.cancel(list(finishing.futures))
+        with contextlib.suppress(Exception):      # a closing client: the failure is what the caller must see
+            client.cancel(list(finishing.futures))
         raise
 
 
@@ -183,6 +185,6 @@ def _named(item, width: int = 160) -> str:
     """An item as an error note names it: a job that is a function by the function's name, anything else by its
     repr, cut to `width` characters."""
     if isinstance(item, partial):
-        return f"{item.func.__name__}(...)"
+        return f"{getattr(item.func, '__name__', type(item.func).__name__)}(...)"
     text = repr(item)
     return text if len(text) <= width else text[:width - 3] + "..."

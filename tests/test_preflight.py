@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from configs.schema import RecipeError, parse_recipe
+
 ROOT = Path(__file__).resolve().parents[1]
 WHIRLWIND = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
 
@@ -79,10 +81,16 @@ def test_a_recipe_this_machine_cannot_run_stops_before_anything_starts(case, dat
 
 
 def test_the_demo_recipe_passes_the_checks(data_dir, small_corpus, tmp_path):
-    """The checks do not refuse a recipe that runs: the demo's, on the small corpus."""
+    """The checks do not refuse a recipe that runs: the demo's on the small corpus, also with a source selecting by
+    a column a stage adds (`kenlm_bucket`, docs/stages.md)."""
     from configs.schema import load_recipe
     from flows.preflight import preflight
 
-    recipe = load_recipe(ROOT / "configs" / "demo.yaml")
-    recipe = recipe.model_copy(update={"input": recipe.input.model_copy(update={"paths": [str(small_corpus / "warc")]})})
-    preflight(recipe, "configs/demo.yaml")
+    raw = load_recipe(ROOT / "configs" / "demo.yaml").model_dump()
+    raw["input"]["paths"] = [str(small_corpus / "warc")]
+    preflight(parse_recipe(raw), "configs/demo.yaml")
+    raw["mixture"]["sources"].append({"name": "head", "where": {"kenlm_bucket": ["head"]}, "weight": 1})
+    preflight(parse_recipe(raw), "configs/demo.yaml")
+    raw["quality"]["enabled"] = False
+    with pytest.raises(RecipeError, match="'kenlm_bucket' is added by the quality stage, which the recipe turns off"):
+        preflight(parse_recipe(raw), "configs/demo.yaml")

@@ -7,7 +7,8 @@ Formulas, and where they come from:
   gradients and 12 of optimizer state (fp32 master, Adam m and v) per parameter; fp32 keeps 4 + 4 + 8.
   ZeRO-1 shards the optimizer state over the data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 (FSDP)
   also the parameters. With gradient accumulation the trainer reduces gradients once per update, so between
-  micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3) and parameters (ZeRO-3) in compute dtype.
+  micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3; fp32, FSDP2 accumulates them in the
+  reduction's dtype) and parameters (ZeRO-3, in compute dtype).
 - Activations per layer (Korthikanti et al. 2022) with fused attention (no stored score matrix):
   34 * seq * micro_batch * d_model bytes in 16-bit, doubled in fp32; with activation checkpointing only each
   layer's input (2 bytes per element) plus one layer recomputed; plus the fp32 logits (4 * seq * batch * vocab).
@@ -53,8 +54,10 @@ def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1
     micro-batches holds unsharded until the update's one reduction (`accumulation`)."""
     params, grads, optimizer = (n_params * size for size in STATE_BYTES[dtype])
     shard = {"none": (1, 1, 1), "zero1": (1, 1, ranks), "zero2": (1, ranks, ranks), "zero3": (ranks, ranks, ranks)}
+    held_grads = n_params * 4                   # the unsharded gradients accumulate in fp32
     return {name: {"parameters": params / p, "gradients": grads / g, "optimizer": optimizer / o,
-                   "accumulation": ((params - params / p) + (grads - grads / g)) if accumulation > 1 else 0.0}
+                   "accumulation": ((params - params / p) + (held_grads - held_grads / g)) if accumulation > 1
+                   else 0.0}
             for name, (p, g, o) in shard.items()}
 
 

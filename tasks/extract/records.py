@@ -52,7 +52,7 @@ def read_records(url: str, max_block_bytes: int, storage_options: dict | None = 
     with fsspec.open(url, "rb", **(storage_options or {})) as handle:
         head = handle.read(SNIFF_BYTES)
         handle.seek(0)
-        kind = _sniff(head)
+        kind = archive_kind(head)
         if kind == "unreadable":
             yield ReadProblem("unreadable_file", 0, f"not a WARC, WET or ARC file (starts with {head[:16]!r})")
         elif kind == "arc":
@@ -61,7 +61,7 @@ def read_records(url: str, max_block_bytes: int, storage_options: dict | None = 
             yield from _read_with_fastwarc(handle, kind, max_block_bytes)
 
 
-def _sniff(head: bytes) -> str:
+def archive_kind(head: bytes) -> str:
     """gzip | lz4 | zstd | plain for WARC files, arc for ARC (or anything else warcio may read)."""
     if head.startswith(GZIP_MEMBER_START[:2]):
         try:
