@@ -10,7 +10,8 @@ The checks and their thresholds (chosen wide, so that a clean run of a few dozen
 - validation under the recent training loss by more than max(0.3, 10%): validation text the model trained on;
 - validation rising while training falls: the last evaluation above the best by more than max(0.05, 2%) while
   the training loss kept falling (with the mixture's epochs, when the run has a mixture);
-- throughput: tokens/s under 70% of the run's median for at least max(5, 5% of the steps) steps in a row;
+- throughput: tokens/s under 70% of the run's median at the same batch size for at least max(5, 5% of the steps)
+  steps in a row;
 - MFU under 25% of the device's peak (devices with a known peak only);
 - the learning rate off the configured warmup + cosine schedule by more than 0.1% of the peak learning rate;
 - the batch more than 10x above or below the measured gradient noise scale B_noise (the median of the last
@@ -197,11 +198,18 @@ def _throughput(run: RunHistory) -> list[Finding]:
     rates = run.series("tokens_per_s")
     if len(rates) < 10:
         return []
+    # Against the steps of the same batch size: a batch ramp's small batches are slower per token (the ranks reduce
+    # gradients once per update, however many micro-batches it has), and that is no stall.
+    sizes = run.series("batch_sequences")
+    by_size: dict = {}
+    for step, rate in rates.items():
+        by_size.setdefault(sizes.get(step), []).append(rate)
+    medians = {size: statistics.median(values) for size, values in by_size.items()}
     median = statistics.median(rates.values())
     needed = max(5, math.ceil(0.05 * len(rates)))
     slow_runs, current = [], []
     for step in sorted(rates):
-        if rates[step] < 0.7 * median:
+        if rates[step] < 0.7 * medians[sizes.get(step)]:
             current.append(step)
             continue
         if len(current) >= needed:
@@ -212,7 +220,8 @@ def _throughput(run: RunHistory) -> list[Finding]:
     if not slow_runs:
         return []
     worst = max(slow_runs, key=len)
-    return [Finding("throughput_drop", f"tokens/s under 70% of the run's median ({median:,.0f}) for {len(worst)} "
+    return [Finding("throughput_drop", f"tokens/s under 70% of the run's median at the same batch size (all steps: "
+                    f"{median:,.0f}) for {len(worst)} "
                     f"steps in a row (steps {worst[0]}-{worst[-1]}, mean "
                     f"{statistics.fmean(rates[s] for s in worst):,.0f})",
                     "something else used the machine, or the data reader stalled (storage, a slow shard): compare the "
