@@ -91,7 +91,6 @@ def test_the_read_ahead_loader_gives_the_plain_readers_batches_in_order_across_r
     loader.load_state_dict(saved)
     taken = taken[:30] + [loader.next_batch()[0].numpy() for _ in range(20)]
     saved = json.loads(json.dumps(loader.state_dict()))
-    loader.close()
     fresh = DeviceBatches(TokenSequences(shards, SEQ, seed=5), 4, torch.device("cpu"), background=background)
     fresh.load_state_dict(saved)
     taken += [fresh.next_batch()[0].numpy() for _ in range(30)]

@@ -44,11 +44,6 @@ class DeviceBatches:
         self._drop_ahead()
         self.reader.load_state_dict(state)
 
-    def close(self) -> None:
-        self._drop_ahead()
-        if self._worker is not None:
-            self._worker.shutdown()
-
     def _read_ahead(self) -> None:
         self._ahead_from = self.reader.state_dict()
         self._ahead = self._worker.submit(self._host_batch)
