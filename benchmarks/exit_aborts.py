@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "exit_aborts.json")
     args = parser.parse_args(argv)
     result = {name: run_scenario(name, args.runs) for name in args.scenarios}
-    write_result(args.out, result, "benchmarks/exit_aborts.py", argv)
+    write_result(args.out, result, "exit_aborts.py", argv)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         result["baseline"] = {"revision": revision} | {
             str(accumulation): against_baseline(shards, args.steps, args.warmup, accumulation, tree, args.rounds)
             for accumulation in args.accumulations}
-    write_result(args.out, result, "benchmarks/training.py", argv)
+    write_result(args.out, result, "training.py", argv)
     print(json.dumps({accumulation: {key: value for key, value in values.items()
                                      if key != "fsdp_per_step_tokens_per_s"}
                       for accumulation, values in figures.items()}, indent=2))
