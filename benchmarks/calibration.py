@@ -225,6 +225,7 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     `controls`: what the seed sets, if not all three (the variance split); the others stay at seed 0's."""
     from configs.mixture import MixtureConfig
     from flows.ablation import budget_figures, run_spec
+    from flows.ablation_data import seeded_draw
     from flows.training_flow import training_flow
     from flows.training_inputs import train_on_shards, trainer_code_version
     from storage.stage_result import stage_file
@@ -236,9 +237,9 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     ablation = ablation.model_copy(update={"seed_controls": controls or ablation.seed_controls})
     seq_len, _ = budget_figures(ablation)
     ranks = ablation.train.hardware.data_parallel
-    draw = seed if "mixture_draw" in ablation.seed_controls else 0
+    seeds = seeded_draw(MixtureConfig(), ablation.seed_controls, seed)
     config = MixtureConfig(
-        token_budget=covering_budget(ablation.tokens, 1 << 26, ranks, seq_len), seed=draw, validation_fraction=0.01,
+        token_budget=covering_budget(ablation.tokens, 1 << 26, ranks, seq_len), **seeds, validation_fraction=0.01,
         sources=[{"name": source, "where": {"source": [source]}, "weight": weight, "max_epochs": 8}
                  for source, weight in ARMS[arm].items()])
     spec = run_spec(ablation, seed, stage_file(data["suite"], SUITE_FILE))
@@ -248,7 +249,7 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     record = folder / "result.json"
     if record.exists():
         return json.loads(record.read_text())
-    mixture_dir = HOME / "mixtures" / f"{arm}-draw{draw}"
+    mixture_dir = HOME / "mixtures" / f"{arm}-draw{config.seed}-order{config.stream_seed}"
     mixed = mix(data["pairs"], str(mixture_dir), data["tokenizer"]["stats"]["notes"]["vocab_size"], config)
     shares = ", ".join(f"{row['source']} {row['weight_realized']:.3f}" for row in mixed["sources"])
     log(f"{arm} seed {seed} ({', '.join(ablation.seed_controls)}): {mixed['train_tokens']:,} training tokens drawn "

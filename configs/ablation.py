@@ -107,6 +107,15 @@ class AblationConfig(StrictModel):
             raise ValueError("train.steps / train.tokens: the run length is the ablation's `tokens`, set it there")
         return train
 
+    @field_validator("train")
+    @classmethod
+    def _coupled_order(cls, train: TrainingConfig) -> TrainingConfig:
+        """Runs read their mixture's stream in order unless the file says otherwise: arms that share pieces then
+        see them at about the same step, and the paired difference loses most of the batch order's noise."""
+        if "order" in train.data.model_fields_set:
+            return train
+        return train.model_copy(update={"data": train.data.model_copy(update={"order": "stream"})})
+
     @model_validator(mode="after")
     def _consistent(self) -> "AblationConfig":
         if self.baseline is not None and self.baseline not in self.variants:

@@ -21,7 +21,9 @@ class MixtureConfig(StrictModel):
     sources: list[MixtureSource] = Field(default_factory=lambda: [MixtureSource(name="all", weight=1.0)])
     validation_fraction: float = Field(0.05, ge=0.0, lt=1.0, description=(
         "documents held out for validation (by a hash of the seed and the id), never in training"))
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, description="which pieces are drawn (and, unless order_seed is set, their order)")
+    order_seed: int | None = Field(None, ge=0, description=(
+        "the stream's order, if not `seed`'s: an ablation varies the batch order apart from the draw"))
     shard_tokens: int = Field(1 << 26, ge=1024, description="tokens per output shard at most")
     chunk_tokens: int = Field(1024, ge=1, description=(
         "the draw's unit: documents are cut into pieces of this many tokens (the last shorter), each drawn on its "
@@ -35,6 +37,10 @@ class MixtureConfig(StrictModel):
         if not sources or len(set(names)) != len(names):
             raise ValueError(f"sources need distinct names, got {names}")
         return sources
+
+    @property
+    def stream_seed(self) -> int:
+        return self.seed if self.order_seed is None else self.order_seed
 
     def weights(self) -> dict[str, float]:
         """Requested shares, normalized to sum 1 (a recipe may write 3 and 1 for 75% / 25%)."""

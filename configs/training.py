@@ -75,6 +75,11 @@ class DataSpec(StrictModel):
     train: list[str] = Field(default_factory=list, description="token shard base paths (a mixture's train.*)")
     validation: list[str] = Field(default_factory=list)
     seed: int = Field(0, ge=0)
+    order: Literal["shuffle", "stream"] = Field("shuffle", description=(
+        "shuffle: windows in a seeded permutation; stream: in the shards' order (a mixture's seeded stream), "
+        "shuffled only within blocks of `stream_block` windows, so runs on mixtures that share pieces see them "
+        "at about the same step (what an ablation pairs)"))
+    stream_block: int = Field(64, ge=1, description="windows shuffled together under order: stream")
     tokenizer: str | None = Field(None, description="SentencePiece model, to print sampled continuations")
     bytes_per_token: float | None = Field(None, gt=0, description="UTF-8 bytes per token, for bits per byte")
 

@@ -11,6 +11,7 @@ from prefect import flow, get_run_logger
 from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
+from configs.mixture import MixtureConfig
 from configs.schema import Recipe
 from flows.curation import document_stages, final_documents
 from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow
@@ -42,8 +43,16 @@ def mixture_recipe(recipe: Recipe, ablation: AblationConfig, seed: int, ranks: i
     mixture = recipe.mixture
     return recipe.model_copy(update={"mixture": mixture.model_copy(update={
         "token_budget": covering_budget(ablation.tokens, mixture.shard_tokens, ranks, seq_len),
-        "seed": seed if "mixture_draw" in ablation.seed_controls else mixture.seed,
+        **seeded_draw(mixture, ablation.seed_controls, seed),
         "sources": [source.model_copy(update={"max_epochs": ablation.max_epochs}) for source in mixture.sources]})})
+
+
+def seeded_draw(mixture: MixtureConfig, controls: list[str], seed: int) -> dict:
+    """The mixture's seeds for a run's seed: the draw follows it under `mixture_draw`, the stream's order (the
+    batch order of a trainer reading the stream) under `data_order`."""
+    draw = seed if "mixture_draw" in controls else mixture.seed
+    order = seed if "data_order" in controls else mixture.stream_seed
+    return {"seed": draw, "order_seed": None if order == draw else order}
 
 
 def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, Recipe], anchor: Recipe,

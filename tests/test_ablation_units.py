@@ -223,3 +223,25 @@ def test_a_budget_that_is_not_whole_updates_is_refused_with_the_numbers():
     ablation = parse_ablation(_ablation_raw() | {"tokens": 1000})
     with pytest.raises(RecipeError, match="not a whole number of updates of 512 tokens.*use 512 or 1,024"):
         budget_figures(ablation)
+
+
+def test_ablation_runs_read_their_stream_in_order_unless_the_file_says_otherwise():
+    assert parse_ablation(_ablation_raw()).train.data.order == "stream"
+    raw = _ablation_raw()
+    raw["train"]["data"] = {"order": "shuffle"}
+    assert parse_ablation(raw).train.data.order == "shuffle"
+
+
+@pytest.mark.parametrize("controls, expected", [
+    (["init", "data_order", "mixture_draw"], {"seed": 4, "order_seed": None}),
+    (["data_order"], {"seed": 0, "order_seed": 4}),
+    (["mixture_draw"], {"seed": 4, "order_seed": 0}),
+    (["init"], {"seed": 0, "order_seed": None}),
+])
+def test_a_seed_sets_the_mixtures_draw_and_order_as_its_controls_say(controls, expected):
+    """Under `data_order` alone the stream's order follows the seed and the draw stays; under `mixture_draw`
+    alone the other way round."""
+    from configs.mixture import MixtureConfig
+    from flows.ablation_data import seeded_draw
+
+    assert seeded_draw(MixtureConfig(), controls, 4) == expected

@@ -129,3 +129,24 @@ def test_a_truncated_shard_is_detected_from_its_header(shards):
         handle.truncate(handle.seek(0, 2) - 2)
     with pytest.raises(ValueError, match="header promises"):
         TokenSequences(shards, SEQ, seed=0)
+
+
+def test_stream_order_keeps_the_shards_order_up_to_a_block_and_resumes(shards):
+    """Each window is read within its block of 8 (so a step's windows are near each other in the stream), every
+    window once per epoch, and a restored reader continues the sequence; a reader of the other order refuses it."""
+    reader = TokenSequences(shards, SEQ, seed=2, order="stream", block=8)
+    starts = [int(reader.next_batch(1)[0][0, 0]) for _ in range(reader.windows_per_rank)]
+    stream = sorted(starts)                                   # the tokens grow along the stream
+    positions = [stream.index(start) for start in starts]
+    assert sorted(positions) == list(range(len(starts)))
+    assert all(step // 8 == position // 8 for step, position in enumerate(positions))
+    assert positions != sorted(positions)                     # shuffled within the blocks
+    expected = batches(TokenSequences(shards, SEQ, seed=2, order="stream", block=8), 6)
+    first = TokenSequences(shards, SEQ, seed=2, order="stream", block=8)
+    got = batches(first, 3)
+    second = TokenSequences(shards, SEQ, seed=2, order="stream", block=8)
+    second.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    got += batches(second, 3)
+    assert all((a == b).all() for a, b in zip(expected, got))
+    with pytest.raises(ValueError, match="order"):
+        TokenSequences(shards, SEQ, seed=2).load_state_dict(first.state_dict())

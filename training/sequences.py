@@ -8,6 +8,14 @@ shorter or longer than a sequence are both fine. Every epoch visits every window
 (seed, epoch); rank r of W takes positions r, r + W, r + 2W, ... of that order, and every rank gets the same
 number of windows (the last `windows % W` of an epoch are left out), so ranks step in lockstep.
 
+Two orders (`data.order`):
+- `shuffle`: a permutation of all the windows. Two runs on different shards get unrelated orders, even where
+  their tokens are mostly the same.
+- `stream`: the shards' own order (a mixture's stream is already a seeded shuffle of its pieces), with the
+  windows shuffled only within consecutive blocks of `block` windows, so a batch mixes several pieces. A piece
+  that two mixtures share sits at about the same place in both streams, so two runs see it at about the same
+  step: this couples an ablation's arms, and their paired difference loses the batch order's noise.
+
 The position is (epoch, step): `state_dict()` returns it with what it depends on, and `load_state_dict()`
 refuses a state from other shards, another seed, sequence length or rank layout. A restored reader continues
 exactly where the saved one was, however many times it is saved and restored.
@@ -23,16 +31,20 @@ from storage.token_shard import TokenShard
 
 
 class TokenSequences:
-    def __init__(self, shard_paths: list[str | Path], seq_len: int, seed: int, rank: int = 0, world_size: int = 1):
+    def __init__(self, shard_paths: list[str | Path], seq_len: int, seed: int, rank: int = 0, world_size: int = 1,
+                 order: str = "shuffle", block: int = 64):
         if seq_len < 1:
             raise ValueError(f"seq_len must be at least 1, got {seq_len}")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, {world_size})")
         if not shard_paths:
             raise ValueError("no token shards given")
+        if order not in ("shuffle", "stream") or block < 1:
+            raise ValueError(f"order must be shuffle or stream and block at least 1, got {order!r}, {block}")
         self._paths = [str(path) for path in shard_paths]
         self.shards = [TokenShard(path) for path in shard_paths]  # validates each header against its sizes
         self.seq_len, self.seed, self.rank, self.world_size = seq_len, seed, rank, world_size
+        self.order, self.block = order, block
         per_shard = np.array([max(shard.num_tokens - 1, 0) // seq_len for shard in self.shards], dtype=np.int64)
         self._first_window = np.concatenate([[0], np.cumsum(per_shard)])
         self.windows_per_rank = int(self._first_window[-1]) // world_size
@@ -59,11 +71,12 @@ class TokenSequences:
 
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "step": self.step, "seed": self.seed, "seq_len": self.seq_len,
-                "rank": self.rank, "world_size": self.world_size, "shards": self._identity}
+                "rank": self.rank, "world_size": self.world_size, "shards": self._identity,
+                "order": self.order, "block": self.block}
 
     def load_state_dict(self, state: dict) -> None:
         expected = self.state_dict()
-        for key in ("seed", "seq_len", "rank", "world_size", "shards"):
+        for key in ("seed", "seq_len", "rank", "world_size", "shards", "order", "block"):
             if state[key] != expected[key]:
                 raise ValueError(f"data position saved with {key}={state[key]!r}, this reader has "
                                  f"{expected[key]!r}: it would not continue the same sequence")
@@ -83,7 +96,11 @@ class TokenSequences:
     def _epoch_order(self) -> np.ndarray:
         if self._order_epoch != self.epoch:
             rng = np.random.default_rng([self.seed, self.epoch])
-            self._order = rng.permutation(int(self._first_window[-1]))
+            windows = int(self._first_window[-1])
+            if self.order == "shuffle":
+                self._order = rng.permutation(windows)
+            else:   # by block, then by a random key within the block
+                self._order = np.lexsort((rng.random(windows), np.arange(windows) // self.block))
             self._order_epoch = self.epoch
         return self._order
 

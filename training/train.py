@@ -172,7 +172,8 @@ def _train_loop(config: TrainingConfig, env, model_spec, total_steps: int, flops
 def _training_data(config: TrainingConfig, env, model_spec, counter: UpdateCounter):
     """This rank's training batches on its device, read ahead, checked against the model and the batch, with any
     drill's bad batches."""
-    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size)
+    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size,
+                          config.data.order, config.data.stream_block)
     data.check_vocabulary(model_spec.vocab_size)
     per_update = config.micro_batch_size * config.grad_accumulation
     if data.windows_per_rank < per_update:

@@ -1,6 +1,6 @@
 """Where the drawn documents go: one seeded order over the whole stream, written part by part.
 
-Every drawn copy of a piece gets an order key, a hash of (seed, source, epoch, id, chunk); validation documents
+Every drawn copy of a piece gets an order key, a hash of (stream seed, source, epoch, id, chunk); validation documents
 (whole) are ordered by their seeded hash. A split's stream is its copies sorted by key: a shuffle of every source
 together (so any prefix of it is already a mixture) that no shard placement can change. Keys are uniform, so
 their top bits cut the stream into parts of about `shard_tokens` tokens each. Each token shard writes
@@ -66,7 +66,7 @@ def write_refs(job: tuple[int, tuple[str, str]], config: MixtureConfig, draws: l
             last_epoch = draw.drawn_last_epoch(selection_points(docs, pieces, config.seed, source))
             for epoch in range(draw.whole_epochs + 1):
                 chosen = slice(None) if epoch < draw.whole_epochs else last_epoch
-                keys.append(hashes64([f"{config.seed}\0{source}\0{epoch}\0{docs.ids[row]}\0{chunk}" for row, chunk
+                keys.append(hashes64([f"{config.stream_seed}\0{source}\0{epoch}\0{docs.ids[row]}\0{chunk}" for row, chunk
                                       in zip(pieces.rows[chosen].tolist(), pieces.chunks[chosen].tolist())]))
                 refs.append(ranges[chosen])
         validation = np.flatnonzero(docs.validation)
