@@ -36,13 +36,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from configs.dedup import DedupConfig  # noqa: E402
+from dev.gold_pages import Page, decode, load_trafilatura_eval, normalise  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
@@ -86,34 +86,6 @@ SAME_HOST_CRAWLS = ("warc/webarchive/archivesunleashed-aut/example.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0000.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0001.warc.gz",
                     "warc/commoncrawl/chatnoir-resiliparse/warcfile.warc.gz")
-
-
-@dataclass
-class Page:
-    name: str
-    html: str
-    url: str
-    with_snippets: list[str]
-    without_snippets: list[str]
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def decode(raw: bytes) -> str:
-    return bytes_to_str(raw, detect_encoding(raw))
-
-
-def load_trafilatura_eval(folder: Path) -> list[Page]:
-    pages = []
-    with open(folder / "manifest.jsonl", encoding="utf-8") as manifest:
-        for line in manifest:
-            entry = json.loads(line)
-            html = decode(gzip.decompress((folder / entry["file"]).read_bytes()))
-            pages.append(Page(entry["file"], html, entry["url"], [normalise(s) for s in entry["with"]],
-                              [normalise(s) for s in entry["without"]]))
-    return pages
 
 
 def load_readability(folder: Path) -> list[Page]:
@@ -736,7 +708,7 @@ removed as copies are not counted in the line figures; documents left empty are 
 - For less boilerplate at some recall, `max_link_density` (0.5 or 0.8) is the strongest rule; trafilatura
   stays selectable (`engine: trafilatura`, optionally `favor_precision: true`) at about ten times the cost.
 - The boilerplate classifier rows (`max_boilerplate_probability`) use a logistic regression trained on the
-  labelled blocks of the **even** pages (benchmarks/train_boilerplate_classifier.py), so their whole-set and even
+  labelled blocks of the **even** pages (dev/boilerplate_classifier.py), so their whole-set and even
   figures include its training pages: read the odd (held-out) columns and readability, which it never saw.
 - What leaks after main-content extraction is mostly inside the article region (photo credits, author boxes,
   "read also" lines, teasers, dates), out of reach of rules on whole regions or line positions.
