@@ -6,7 +6,7 @@ on its output, against gold data.
 
 Writes the JSON of all figures and regenerates the Markdown report beside it (same name, .md). ~8 minutes.
 Every row runs the project's own `html_to_text` with the row's configuration; the paragraph rows run the dedup
-stage's own steps (`tasks.dedup.in_process.dedup_shards`) over the default extraction of every gold page.
+stage's own steps (`tasks.dedup.steps.dedup_steps`) over the default extraction of every gold page.
 
 Gold data (read in place from the shared data directory, see its PROVENANCE.md 4a/4b):
 - trafilatura_eval: 990 real pages; per page `with` snippets (main text) and `without` snippets (boilerplate).
@@ -48,7 +48,7 @@ from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_docume
 from storage.locations import shared_data_dir  # noqa: E402
 from storage.parquet import read_table  # noqa: E402
 from tasks.dedup.apply import TOO_SHORT  # noqa: E402
-from tasks.dedup.in_process import dedup_shards  # noqa: E402
+from tasks.dedup.steps import dedup_steps  # noqa: E402
 from tasks.extract.documents import NotADocument, document_id, is_candidate, payload_of  # noqa: E402
 from tasks.extract.html_text import html_to_text  # noqa: E402
 from tasks.extract.records import RawRecord, read_records  # noqa: E402
@@ -68,7 +68,7 @@ METRIC = """\
   chosen looking at the even-indexed pages; the odd ones were only read for this report.
 - **Paragraph dedup**: the default extraction of all {pages} gold pages (both sets) written as one document shard,
   one document per page with a non-empty text, then the dedup stage's steps in one process
-  (`tasks.dedup.in_process.dedup_shards`). "paragraphs only" rows turn exact, URL and MinHash dedup off, so no
+  (`tasks.dedup.steps.dedup_steps`). "paragraphs only" rows turn exact, URL and MinHash dedup off, so no
   gold page is removed as a copy: a line (lowercased, whitespace collapsed, digits -> 0) in at least
   `min_documents` distinct documents (identical texts count once) is removed from every document. A document
   left empty is dropped and scores as an empty extraction.
@@ -368,7 +368,7 @@ def deduplicate(documents: list[dict], config: DedupConfig) -> Deduplicated:
     with tempfile.TemporaryDirectory(prefix="sluice-extraction-quality-") as tmp:
         shard = f"{tmp}/input/documents.parquet"
         write_documents({name: [doc[name] for doc in documents] for name in DOCUMENT_SCHEMA.names}, shard)
-        dedup_shards([shard], f"{tmp}/dedup", config)
+        dedup_steps([shard], f"{tmp}/dedup", config)
         kept = read_documents(f"{tmp}/dedup/shards/documents.parquet", ["id", "text"]).to_pylist()
         removed = read_table(f"{tmp}/dedup/removed/documents.parquet").to_pylist()
     return Deduplicated({row["id"]: row["text"] for row in kept},

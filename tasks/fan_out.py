@@ -5,7 +5,7 @@ result as it finishes (`flows.stage_runner.map_tasks` draws progress from that),
 form for the passes of a corpus-level step (dedup's label propagation, the quality summary, the mixture), which
 sends its calls to the cluster the stage runner opened with `calls_on`. Every call is timed where it runs and the
 seconds add up in that `StepCalls`: the stage's task seconds, whatever step made them. Without a cluster (tests,
-`tasks.dedup.in_process`, a notebook) the calls run one after the other in this process.
+`tasks.dedup.steps` in one process, a notebook) the calls run one after the other in this process.
 
 What a cluster is stays outside this layer: `Cluster` below is all a step needs of one. On Prefect + Dask the
 stage runner gives `flows.dask_calls.DaskCalls`, which sends each call as a plain Dask task, retried once on an
