@@ -18,13 +18,9 @@ Gold data (read in place from the shared data directory, see its PROVENANCE.md 4
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gzip
 import itertools
 import json
-import os
-import platform
-import shlex
 import sys
 import tempfile
 import time
@@ -41,6 +37,7 @@ from resiliparse.parse.html import HTMLTree
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import write_result  # noqa: E402
 from configs.dedup import DedupConfig  # noqa: E402
 from dev.gold_pages import Page, decode, load_trafilatura_eval, normalise  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
@@ -461,12 +458,8 @@ def measure_crawl(path: Path, name: str) -> dict:
             | removal_figures([doc["text"] for doc in survivors], after))
 
 
-def machine() -> str:
-    model = ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    return f"{os.cpu_count()} cores ({model or platform.machine()}), Python {platform.python_version()}"
+def machine(info: dict) -> str:
+    return f"{info['cores']} cores ({info['cpu']}), Python {info['python']}"
 
 
 def _score_cells(figures: dict) -> str:
@@ -613,7 +606,7 @@ def _paragraph_summary(paragraphs: dict) -> str:
 def render_markdown(result: dict) -> str:
     points = result["grid_even_pages"]
     return REPORT.format(
-        command=result["command"], date=result["date"], machine=result["machine"], counts=result["counts"],
+        command=result["command"], date=result["date"], machine=machine(result["machine"]), counts=result["counts"],
         summary=_summary(result["rows"], points), paragraph_summary=_paragraph_summary(result["paragraph_dedup"]),
         quality_table=_quality_table(result["rows"]),
         fallback_table=_fallback_table(result["trafilatura_fallback_bound"]) if result["trafilatura_fallback_bound"]
@@ -760,10 +753,6 @@ def main(argv: list[str] | None = None) -> int:
     crawls = [measure_crawl(data_dir / name, name.split("/", 1)[1]) for name in SAME_HOST_CRAWLS]
 
     result = {
-        "command": " ".join([".venv/bin/python benchmarks/extraction_quality.py"]
-                            + [shlex.quote(arg) for arg in (sys.argv[1:] if argv is None else argv)]),
-        "date": dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": machine(),
         "repeats": args.repeats, "pages": len(gold) + len(readability),
         "counts": (f"trafilatura_eval {len(gold)} pages, {sum(len(p.with_snippets) for p in gold)} `with` / "
                    f"{sum(len(p.without_snippets) for p in gold)} `without` snippets; mozilla_readability "
@@ -781,9 +770,8 @@ def main(argv: list[str] | None = None) -> int:
         "grid_even_pages": points,
         "same_host_crawls": crawls,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(render_markdown(result), encoding="utf-8")
+    document = write_result(args.out, result, "extraction_quality.py", sys.argv[1:] if argv is None else argv)
+    args.out.with_suffix(".md").write_text(render_markdown(document), encoding="utf-8")
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0
 
