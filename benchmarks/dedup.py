@@ -15,7 +15,7 @@ What runs, each in a fresh process, one at a time:
    `call_seconds`).
 3. datatrove (benchmarks/peer_dedup_datatrove.py, its own venv) with 1 and 2 workers, same 5-gram shingles and
    14 x 8 bands x rows; its wall is the sum of its 4 executor runs (pool start-up included).
-Quality is scored against the corpus labels (benchmarks/dedup_quality.py) for every run. Peak memory is the
+Quality is scored against the corpus labels (dev/corpus/dedup_score.py) for every run. Peak memory is the
 largest resident set of any single process of the run's tree (psutil, polled every 0.5 s), and of the tree.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.dedup_quality import score  # noqa: E402
+from dev.corpus.dedup_score import score  # noqa: E402
 from benchmarks.harness import (PEER_PYTHON, PYTHON, RESULTS, ROOT, WORK, bench_extraction, bench_recipe,  # noqa: E402
                                 ensure_corpus, ensure_peer, log, ratio, run_child, write_result)
 from storage.stage_result import stage_folder  # noqa: E402

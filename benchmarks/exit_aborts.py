@@ -4,7 +4,7 @@ interpreter tore down) or ended with another status than the one they meant.
 
     .venv/bin/python benchmarks/exit_aborts.py [--runs 50] [--scenarios dedup failed-training]
 
-- `dedup`: the in-process dedup (`tasks.dedup.in_process.dedup_shards`) on two shards of real prose; means 0.
+- `dedup`: the in-process dedup (`tasks.dedup.steps.dedup_steps`) on two shards of real prose; means 0.
 - `failed-training`: the trainer under torchrun (2 CPU ranks) whose loss diverges (lr 1e4), so it stops with
   NonFiniteLoss; means 1.
 Writes `results/exit_aborts.json`.
@@ -30,7 +30,7 @@ DEDUP = """
 import sys
 from configs.dedup import DedupConfig
 from storage.document_shard import DOCUMENT_SCHEMA, write_documents
-from tasks.dedup.in_process import dedup_shards
+from tasks.dedup.steps import dedup_steps
 
 out, books = sys.argv[1], sys.argv[2:]
 urls = []
@@ -43,7 +43,7 @@ for index, book in enumerate(books):
     url = f"{out}/input/shard-{index}.parquet"
     write_documents({name: [row[name] for row in rows] for name in DOCUMENT_SCHEMA.names}, url)
     urls.append(url)
-dedup_shards(urls, f"{out}/out", DedupConfig())
+dedup_steps(urls, f"{out}/out", DedupConfig())
 """
 
 

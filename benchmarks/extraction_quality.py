@@ -6,7 +6,7 @@ on its output, against gold data.
 
 Writes the JSON of all figures and regenerates the Markdown report beside it (same name, .md). ~8 minutes.
 Every row runs the project's own `html_to_text` with the row's configuration; the paragraph rows run the dedup
-stage's own steps (`tasks.dedup.in_process.dedup_shards`) over the default extraction of every gold page.
+stage's own steps (`tasks.dedup.steps.dedup_steps`) over the default extraction of every gold page.
 
 Gold data (read in place from the shared data directory, see its PROVENANCE.md 4a/4b):
 - trafilatura_eval: 990 real pages; per page `with` snippets (main text) and `without` snippets (boilerplate).
@@ -18,13 +18,9 @@ Gold data (read in place from the shared data directory, see its PROVENANCE.md 4
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gzip
 import itertools
 import json
-import os
-import platform
-import shlex
 import sys
 import tempfile
 import time
@@ -36,19 +32,20 @@ from urllib.parse import urlsplit
 
 import numpy as np
 from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.harness import write_result  # noqa: E402
 from configs.dedup import DedupConfig  # noqa: E402
+from dev.gold_pages import Page, decode, load_trafilatura_eval, normalise  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
 from storage.parquet import read_table  # noqa: E402
 from tasks.dedup.apply import TOO_SHORT  # noqa: E402
-from tasks.dedup.in_process import dedup_shards  # noqa: E402
+from tasks.dedup.steps import dedup_steps  # noqa: E402
 from tasks.extract.documents import NotADocument, document_id, is_candidate, payload_of  # noqa: E402
 from tasks.extract.html_text import html_to_text  # noqa: E402
 from tasks.extract.records import RawRecord, read_records  # noqa: E402
@@ -68,7 +65,7 @@ METRIC = """\
   chosen looking at the even-indexed pages; the odd ones were only read for this report.
 - **Paragraph dedup**: the default extraction of all {pages} gold pages (both sets) written as one document shard,
   one document per page with a non-empty text, then the dedup stage's steps in one process
-  (`tasks.dedup.in_process.dedup_shards`). "paragraphs only" rows turn exact, URL and MinHash dedup off, so no
+  (`tasks.dedup.steps.dedup_steps`). "paragraphs only" rows turn exact, URL and MinHash dedup off, so no
   gold page is removed as a copy: a line (lowercased, whitespace collapsed, digits -> 0) in at least
   `min_documents` distinct documents (identical texts count once) is removed from every document. A document
   left empty is dropped and scores as an empty extraction.
@@ -86,34 +83,6 @@ SAME_HOST_CRAWLS = ("warc/webarchive/archivesunleashed-aut/example.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0000.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0001.warc.gz",
                     "warc/commoncrawl/chatnoir-resiliparse/warcfile.warc.gz")
-
-
-@dataclass
-class Page:
-    name: str
-    html: str
-    url: str
-    with_snippets: list[str]
-    without_snippets: list[str]
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def decode(raw: bytes) -> str:
-    return bytes_to_str(raw, detect_encoding(raw))
-
-
-def load_trafilatura_eval(folder: Path) -> list[Page]:
-    pages = []
-    with open(folder / "manifest.jsonl", encoding="utf-8") as manifest:
-        for line in manifest:
-            entry = json.loads(line)
-            html = decode(gzip.decompress((folder / entry["file"]).read_bytes()))
-            pages.append(Page(entry["file"], html, entry["url"], [normalise(s) for s in entry["with"]],
-                              [normalise(s) for s in entry["without"]]))
-    return pages
 
 
 def load_readability(folder: Path) -> list[Page]:
@@ -396,7 +365,7 @@ def deduplicate(documents: list[dict], config: DedupConfig) -> Deduplicated:
     with tempfile.TemporaryDirectory(prefix="sluice-extraction-quality-") as tmp:
         shard = f"{tmp}/input/documents.parquet"
         write_documents({name: [doc[name] for doc in documents] for name in DOCUMENT_SCHEMA.names}, shard)
-        dedup_shards([shard], f"{tmp}/dedup", config)
+        dedup_steps([shard], f"{tmp}/dedup", config)
         kept = read_documents(f"{tmp}/dedup/shards/documents.parquet", ["id", "text"]).to_pylist()
         removed = read_table(f"{tmp}/dedup/removed/documents.parquet").to_pylist()
     return Deduplicated({row["id"]: row["text"] for row in kept},
@@ -489,12 +458,8 @@ def measure_crawl(path: Path, name: str) -> dict:
             | removal_figures([doc["text"] for doc in survivors], after))
 
 
-def machine() -> str:
-    model = ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    return f"{os.cpu_count()} cores ({model or platform.machine()}), Python {platform.python_version()}"
+def machine(info: dict) -> str:
+    return f"{info['cores']} cores ({info['cpu']}), Python {info['python']}"
 
 
 def _score_cells(figures: dict) -> str:
@@ -641,7 +606,7 @@ def _paragraph_summary(paragraphs: dict) -> str:
 def render_markdown(result: dict) -> str:
     points = result["grid_even_pages"]
     return REPORT.format(
-        command=result["command"], date=result["date"], machine=result["machine"], counts=result["counts"],
+        command=result["command"], date=result["date"], machine=machine(result["machine"]), counts=result["counts"],
         summary=_summary(result["rows"], points), paragraph_summary=_paragraph_summary(result["paragraph_dedup"]),
         quality_table=_quality_table(result["rows"]),
         fallback_table=_fallback_table(result["trafilatura_fallback_bound"]) if result["trafilatura_fallback_bound"]
@@ -736,7 +701,7 @@ removed as copies are not counted in the line figures; documents left empty are 
 - For less boilerplate at some recall, `max_link_density` (0.5 or 0.8) is the strongest rule; trafilatura
   stays selectable (`engine: trafilatura`, optionally `favor_precision: true`) at about ten times the cost.
 - The boilerplate classifier rows (`max_boilerplate_probability`) use a logistic regression trained on the
-  labelled blocks of the **even** pages (benchmarks/train_boilerplate_classifier.py), so their whole-set and even
+  labelled blocks of the **even** pages (dev/boilerplate_classifier.py), so their whole-set and even
   figures include its training pages: read the odd (held-out) columns and readability, which it never saw.
 - What leaks after main-content extraction is mostly inside the article region (photo credits, author boxes,
   "read also" lines, teasers, dates), out of reach of rules on whole regions or line positions.
@@ -788,10 +753,6 @@ def main(argv: list[str] | None = None) -> int:
     crawls = [measure_crawl(data_dir / name, name.split("/", 1)[1]) for name in SAME_HOST_CRAWLS]
 
     result = {
-        "command": " ".join([".venv/bin/python benchmarks/extraction_quality.py"]
-                            + [shlex.quote(arg) for arg in (sys.argv[1:] if argv is None else argv)]),
-        "date": dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": machine(),
         "repeats": args.repeats, "pages": len(gold) + len(readability),
         "counts": (f"trafilatura_eval {len(gold)} pages, {sum(len(p.with_snippets) for p in gold)} `with` / "
                    f"{sum(len(p.without_snippets) for p in gold)} `without` snippets; mozilla_readability "
@@ -809,9 +770,8 @@ def main(argv: list[str] | None = None) -> int:
         "grid_even_pages": points,
         "same_host_crawls": crawls,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(render_markdown(result), encoding="utf-8")
+    document = write_result(args.out, result, "extraction_quality.py", sys.argv[1:] if argv is None else argv)
+    args.out.with_suffix(".md").write_text(render_markdown(document), encoding="utf-8")
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0
 

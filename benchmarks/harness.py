@@ -251,22 +251,39 @@ def now() -> str:
     return dt.datetime.now().isoformat(timespec="minutes")
 
 
-def git_commit() -> str:
-    """The commit measured, with `+changes` when the working tree differed from it."""
+def git_commit() -> tuple[str, bool]:
+    """The commit measured, and whether the working tree differed from it (tracked files)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
                            text=True).stdout.strip()
-    return head + ("+changes" if dirty else "")
+    return head, bool(dirty)
 
 
-def write_result(path: Path, result: dict, script: str, argv: list[str], machine: dict | None = None) -> None:
-    """The result file: the command that produced it and the date first, then the figures, then the machine (this
-    one, unless the figures were measured elsewhere and `machine` says where)."""
-    document = {"command": command_line(script, argv), "date": now(), "commit": git_commit(), **result,
-                "machine": machine or machine_info()}
+PRODUCT = ("flows", "tasks", "training", "tracking", "storage", "configs", "dev")
+
+
+def measured_code_version() -> str:
+    """The code version of the project modules this benchmark loaded, derived as a stage's is
+    (`storage/code_version.py`: their sources, what they import, the library versions): two results with the same
+    version measured the same code, whatever else the commit changed."""
+    from storage.code_version import code_version
+
+    loaded = sorted(name for name, module in list(sys.modules.items())
+                    if name.split(".")[0] in PRODUCT and getattr(module, "__file__", None))
+    return code_version(*loaded)
+
+
+def write_result(path: Path, result: dict, script: str, argv: list[str], machine: dict | None = None) -> dict:
+    """The result file: the command that produced it, the date, the commit, whether the tree was dirty and the code
+    version first, then the figures, then the machine (this one, unless the figures were measured elsewhere and
+    `machine` says where). Returns what it wrote."""
+    commit, dirty = git_commit()
+    document = {"command": command_line(script, argv), "date": now(), "commit": commit, "dirty": dirty,
+                "code_version": measured_code_version(), **result, "machine": machine or machine_info()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     log(f"wrote {path}")
+    return document
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["_extract"]:

@@ -12,13 +12,10 @@ chunked and content-encoding decoding), and counts the groups of >= 2 records wh
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import json
 import logging
 import os
-import platform
-import shlex
 import sys
 import tempfile
 from collections import defaultdict
@@ -29,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bare_loop import extract_config_of  # noqa: E402
+from benchmarks.harness import write_result  # noqa: E402
 from configs.schema import ExtractConfig  # noqa: E402
 from storage.document_shard import read_documents  # noqa: E402
 from tasks.extract.documents import NotADocument, payload_of  # noqa: E402
@@ -114,17 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             texts |= extracted_texts(warc, config, lid_model, out_dir)
 
     result = {
-        "command": " ".join([".venv/bin/python benchmarks/identical_payloads.py"]
-                            + [shlex.quote(arg) for arg in (sys.argv[1:] if argv is None else argv)]),
-        "date": dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "corpus": os.path.relpath(args.corpus, ROOT), "recipe": os.path.relpath(args.recipe, ROOT),
         "warc_files": len(warcs), "html_responses": sum(len(members) for members in groups.values()),
         "documents_extracted": len(texts),
         "goal": "groups_with_differing_text == 0",
     } | compare(groups, texts)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_result(args.out, result, "identical_payloads.py", sys.argv[1:] if argv is None else argv)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0 if result["groups_with_differing_text"] == 0 else 1
 

@@ -12,17 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import platform
-import shlex
 import sys
 import tempfile
 from collections import Counter
-from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from configs.schema import ExtractConfig  # noqa: E402
+from benchmarks.harness import write_result  # noqa: E402
 from storage.document_shard import read_documents  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
 from tasks.extract.html_text import html_to_text  # noqa: E402
@@ -88,9 +86,6 @@ def main() -> None:
         })
     by_variant = Counter((row["variant"], row["readable"]) for row in charset_rows)
     result = {
-        "command": " ".join([".venv/bin/python benchmarks/label_agreement.py"]
-                            + [shlex.quote(arg) for arg in sys.argv[1:]]),
-        "date": date.today().isoformat(), "machine": f"{platform.machine()}, Python {platform.python_version()}",
         "corpus": str(args.corpus), "responses": len(labels),
         "documents": {"expected": len(expected), "kept": len(kept),
                       "kept_and_expected": len(kept & expected),
@@ -105,8 +100,7 @@ def main() -> None:
                     "by_variant": {f"{variant}: {'readable' if ok else 'not readable'}": n
                                    for (variant, ok), n in sorted(by_variant.items(), key=str)}},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out, result, "label_agreement.py", sys.argv[1:])
     print(json.dumps(result, indent=2))
 
 

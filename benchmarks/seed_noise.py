@@ -45,7 +45,7 @@ def window_scores(run, batch_size: int = 16) -> tuple[np.ndarray, np.ndarray, li
 
     from configs.tokenizer import EOS_ID
     from training.exact_bpb import SuiteTokens, Window, load_suite, suite_nll
-    from training.logged_model import load_language_model
+    from flows.logged_model import load_language_model
 
     models = mlflow.search_logged_models(experiment_ids=[run.info.experiment_id], output_format="list",
                                          filter_string=f"source_run_id = '{run.info.run_id}'")

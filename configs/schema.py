@@ -19,8 +19,6 @@ from configs.mixture import MixtureConfig
 from configs.quality import QualityConfig
 from configs.tokenizer import TokenizerConfig
 from configs.training import TrainingConfig
-from storage.crawl_listing import listed_inputs
-from storage.fs import expand_inputs
 
 LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(_[A-Za-z]+)?$")]
 
@@ -52,13 +50,6 @@ class InputConfig(StrictModel):
         if bool(self.paths) == (self.listing is not None):
             raise ValueError("give `paths` (files, directories or globs) or a `listing`, exactly one of them")
         return self
-
-    def urls(self) -> list[str]:
-        """The input files, as fsspec URLs (local files as absolute paths)."""
-        if self.listing is None:
-            return expand_inputs(self.paths, storage_options=self.storage_options)
-        return listed_inputs(self.listing.url, self.listing.base_url, self.listing.limit, self.listing.sample,
-                             self.listing.seed, self.storage_options)
 
 
 class LangIdConfig(StrictModel):

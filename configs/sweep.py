@@ -15,7 +15,8 @@ from configs.base import StrictModel
 from configs.schema import (MlflowConfig, Recipe, RecipeError, parse_config, parse_recipe, read_config_file,
                             read_yaml, validation_problems)
 from configs.training import ModelSpec, TrainingConfig
-from training.scaling_law import BOOTSTRAP_RESAMPLES
+
+BOOTSTRAP_RESAMPLES = 200   # refits behind the scaling law's 95% intervals
 
 
 class SweepConfig(StrictModel):

@@ -19,7 +19,7 @@ from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.charts import curves_png, domain_bars_png, steps_png
 from tasks.evaluation.compare import (Power, RunScore, compare, noise_shares, rounded, steps_markdown, table_markdown,
                                       verdict)
-from tasks.evaluation.removals import reason_removals, removed_text_bytes_per_token
+from tasks.evaluation.removals import variant_removals
 from tasks.evaluation.suite import SUITE_FILE
 from tracking.datasets import RunDataset
 from tracking.run_members import members
@@ -28,7 +28,6 @@ from tracking.store import artifact_url
 RUN_KIND = "ablation-run"
 SPLIT_KIND = "ablation-split-run"     # a run of the variance split (`variance_split`), not in the comparison
 SUITE_METRIC = "suite_bpb/"
-WHY_STAGES = ("dedup", "quality_filter", "decontaminate")
 
 
 def ablation_datasets(mixture: StageResult, suite: StageResult) -> list[RunDataset]:
@@ -139,25 +138,6 @@ def histories(parent_id: str, metric: str = "macro") -> dict[str, dict[int, list
     return curves
 
 
-def why(ablation: AblationConfig, data: dict) -> dict[str, dict]:
-    """Per variant: what its stages removed (documents, bytes and tokens per drop reason), its unique training
-    tokens and the epochs the budget took over them. Tokens of removed text are estimated at the variant's own
-    bytes per token under the shared tokenizer (the removed text itself is never tokenized)."""
-    rows = {}
-    for name, variant in data["variants"].items():
-        stages = variant["stages"]
-        bytes_per_token = removed_text_bytes_per_token(stages["tokenize"]["stats"])
-        removed = {stage: reason_removals(stages[stage]["stats"], bytes_per_token)
-                   for stage in WHY_STAGES if stage in stages}
-        mixture = next(iter(variant["mixtures"].values()))["stats"]["summary"]
-        available = sum(source["tokens_available"] for source in mixture["sources"])
-        rows[name] = {"documents_in": stages["extract"]["stats"]["documents_out"],
-                      "documents_out": stages["decontaminate"]["stats"]["documents_out"],
-                      "removed": removed, "unique_train_tokens": available,
-                      "epochs": round(ablation.tokens / available, 4) if available else None}
-    return rows
-
-
 def variance_split(table: dict, split: dict[str, dict[int, str]]) -> dict:
     """Per seed control, the baseline's seed std of macro bpb with that control alone varying, and its share of
     the variances summed over the controls; beside them the seed std with all of them varying."""
@@ -182,7 +162,7 @@ def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict
     table = comparison(parent_id)
     if split:
         table["variance_split"] = variance_split(table, split)
-    removals = why(ablation, data)
+    removals = variant_removals(ablation.tokens, data["variants"])
     os.makedirs(report_dir, exist_ok=True)
     charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
               domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]

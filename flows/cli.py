@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from flows.environment import apply_cli_defaults
-from training.scaling_law import BOOTSTRAP_RESAMPLES
+from configs.sweep import BOOTSTRAP_RESAMPLES
 
 QUIET_COMMANDS = ("run", "train", "ablate", "sweep")   # a progress display and a summary; the full log to a file
 FLOW_COMMANDS = QUIET_COMMANDS + ("scaling",)         # they call flows: a Prefect API is needed

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from configs.dedup import DedupConfig, MinHashConfig
 from flows.reporting import StageReport
-from tasks.charts import png_bytes
+from tracking.charts import png_bytes
 from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
                                 s_curve_knee, s_curve_png, s_curve_rows)
 from tasks.fan_out import in_background

@@ -8,6 +8,7 @@ from prefect import flow, get_run_logger
 
 from configs.schema import ExtractConfig, Recipe
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from storage.crawl_listing import input_urls
 from storage.fs import WARC_SUFFIXES, file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.stage_result import StageResult
@@ -22,7 +23,7 @@ SHARD_SUFFIXES = sorted(WARC_SUFFIXES, key=len, reverse=True)  # longest first: 
 @flow(name="extract", log_prints=True)
 def extract_stage_flow(recipe: Recipe) -> StageResult:
     """Extract every input file into a document shard; skipped entirely when the stage's manifest exists."""
-    inputs = recipe.input.urls()
+    inputs = input_urls(recipe.input)
     data_dir = local_path(recipe.data_dir) if recipe.data_dir else None
     lid_model = local_path(resolve_model_path(recipe.extract.langid.model_path, data_dir))
     extract_config = _with_data_dir(recipe.extract, data_dir)

@@ -14,7 +14,7 @@ from flows.reporting import StageReport
 from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
-from tasks.charts import png_bytes
+from tracking.charts import png_bytes
 from tasks.fan_out import in_background
 from tasks.mixture.card import card_markdown, weights_png
 from tasks.mixture.task import mix_call

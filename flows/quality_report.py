@@ -9,7 +9,7 @@ from pathlib import Path
 
 from configs.quality import QualityFilterConfig
 from flows.reporting import StageReport
-from tasks.charts import png_bytes
+from tracking.charts import png_bytes
 from tasks.fan_out import in_background
 from tasks.quality.apply import KEPT
 from tasks.quality.charts import histograms_png, reliability_png

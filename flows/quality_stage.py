@@ -16,8 +16,8 @@ from prefect import flow, get_run_logger
 from configs.quality import QualityConfig
 from configs.schema import Recipe
 from flows.quality_report import filter_report, histograms_chart, models_report
-from flows.stage_runner import (StageContext, StageOutput, StageSpec, byte_groups, map_groups, map_tasks, run_stage,
-                                shard_entry, summed_stats)
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
+                                summed_stats)
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
@@ -32,6 +32,7 @@ from tasks.quality.score import ScoreJob
 from tasks.quality.summary import SKETCH_FILE, SKETCH_SUFFIX, Sketch, summarize_attributes
 from tasks.quality.task import filter_shards_task, score_shard_task, train_classifier_task, train_kenlm_task
 from tasks.fan_out import call
+from tasks.grouping import byte_groups
 from tasks.stats import StageStats
 
 MIN_OUTPUT_SHARDS = 8    # the filter's output shards while there are scored shards enough: work for the next stages

@@ -20,7 +20,8 @@ from flows.reporting import artifact_key
 from tracking.run_members import members
 from tracking.store import artifact_url, tracking_uri
 from training.scaling_charts import scaling_png
-from training.scaling_law import BOOTSTRAP_RESAMPLES, bootstrap_intervals, fit_law, holdout_error
+from configs.sweep import BOOTSTRAP_RESAMPLES
+from training.scaling_law import bootstrap_intervals, fit_law, holdout_error
 
 MIN_POINTS = 5            # the law has five parameters
 BUDGET_OVER_LARGEST_RUN = 10     # default compute budget for N*(C), D*(C): ten times the ladder's largest run

@@ -17,6 +17,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from configs.schema import Recipe
+from flows.dask_calls import DaskCalls
 from flows.reporting import StageReport, publish_stage_report
 from flows.step_progress import StepProgress
 from flows.ui_writes import ui_writes_sent
@@ -24,7 +25,8 @@ from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
-from tasks.fan_out import calls_on, cluster_threads, completed
+from tasks.fan_out import calls_on, completed
+from tasks.grouping import byte_groups
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats, orchestration_share, overhead_share
 
@@ -94,7 +96,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
     started = time.perf_counter()
     try:
-        with calls_on(_dask_client()) as calls:
+        with calls_on(_dask_calls()) as calls:
             output = produce(context)
     except Exception as error:
         error.add_note(f"(in stage {spec.name})")
@@ -123,8 +125,8 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
 
 def task_slots() -> int | None:
     """Threads of the Dask cluster the stage's tasks ran on (None when its task runner is not Dask's)."""
-    client = _dask_client()
-    return (cluster_threads(client) or None) if client is not None else None
+    cluster = _dask_calls()
+    return (cluster.threads() or None) if cluster is not None else None
 
 
 def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
@@ -162,37 +164,16 @@ def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict
     return results
 
 
-def _dask_client():
-    """The Dask client of the flow's task runner, or None when the flow does not run on Dask."""
+def _dask_calls() -> DaskCalls | None:
+    """The Dask cluster of the flow's task runner, or None when the flow does not run on Dask."""
     from prefect.context import FlowRunContext
     from prefect_dask import DaskTaskRunner
 
     runner = FlowRunContext.get().task_runner
-    return runner.client if isinstance(runner, DaskTaskRunner) else None
+    return DaskCalls(runner.client) if isinstance(runner, DaskTaskRunner) else None
 
 
-TASK_BYTES = 32 << 20       # input per call when shards are small: amortises a call's fixed costs (models loaded)
-CALLS_PER_SLOT = 4          # but at least this many calls per worker thread while there are shards enough
-
-
-def byte_groups(jobs: Sequence, sizes: Sequence[int], min_groups: int, task_bytes: int = TASK_BYTES) -> list[list]:
-    """Consecutive jobs grouped by about `task_bytes` of input (a job alone when its shard is larger), but into
-    about `min_groups` groups while there are jobs enough: calls grouped so give every worker thread work and
-    finish close together (`map_groups`); output shards grouped so leave the next stage work to share.
-
-    The input is cut into equal byte ranges and each job goes to the range its middle byte falls in, so the groups
-    are as even as the jobs allow (cutting greedily at the target left a short last group: 7 runs of 8 asked)."""
-    total = sum(sizes)
-    if total == 0:
-        return [list(jobs)] if jobs else []
-    target = max(1, min(task_bytes, total // max(1, min_groups)))
-    ranges = max(1, total // target)                 # equal ranges of `target` bytes or a little more
-    groups: dict[int, list] = {}
-    start = 0
-    for job, size in zip(jobs, sizes):
-        groups.setdefault((2 * start + size) * ranges // (2 * total), []).append(job)
-        start += size
-    return list(groups.values())
+CALLS_PER_SLOT = 4          # calls per worker thread at least, while there are shards enough
 
 
 def map_groups(function: Callable[..., list[dict]], jobs: Sequence, sizes: Sequence[int], label: str,

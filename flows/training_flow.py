@@ -162,7 +162,7 @@ def _logged_model(config: TrainingConfig, run_id: str) -> str | None:
     import mlflow
 
     from training.checkpoint import latest_checkpoint
-    from training.logged_model import LOGGED_MODEL_NAME, log_language_model
+    from flows.logged_model import LOGGED_MODEL_NAME, log_language_model
 
     if not config.data.tokenizer:
         return None

@@ -9,7 +9,8 @@ import random
 
 from fsspec.core import url_to_fs
 
-from storage.fs import local_path
+from configs.schema import InputConfig
+from storage.fs import expand_inputs, local_path
 
 
 def read_listing(url: str, storage_options: dict | None = None) -> list[str]:
@@ -44,3 +45,13 @@ def join_base(base_url: str, relative: str) -> str:
 def listed_inputs(url: str, base_url: str, limit: int | None = None, sample: int | None = None, seed: int = 0,
                   storage_options: dict | None = None) -> list[str]:
     return [join_base(base_url, entry) for entry in choose(read_listing(url, storage_options), limit, sample, seed)]
+
+
+def input_urls(inputs: InputConfig) -> list[str]:
+    """A recipe's input files, as fsspec URLs (local files as absolute paths): its paths expanded, or its listing's
+    chosen files."""
+    if inputs.listing is None:
+        return expand_inputs(inputs.paths, storage_options=inputs.storage_options)
+    listing = inputs.listing
+    return listed_inputs(listing.url, listing.base_url, listing.limit, listing.sample, listing.seed,
+                         inputs.storage_options)

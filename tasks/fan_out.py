@@ -1,32 +1,46 @@
 """Fan a step out over many small calls without a Prefect task per call.
 
-A stage's steps run in the flow process and send their calls to the flow's Dask cluster as plain Dask tasks:
-`completed` yields each result as it finishes (`flows.stage_runner.map_tasks` draws progress from that), and
-`fan_out` is the plain list form for the passes of a corpus-level step (dedup's label propagation, the quality
-summary, the mixture), which sends its calls to the cluster the stage runner opened with `calls_on`. Every call is
-timed on its worker and the seconds add up in that `StepCalls`: the stage's task seconds, whatever step made them.
-Each call is retried once on an error, and the calls a lost worker held run again elsewhere. Without a cluster
-(tests, `tasks.dedup.in_process`, a notebook) the calls run one after the other in this process.
+A stage's steps run in the flow process and send their calls to the stage's cluster: `completed` yields each
+result as it finishes (`flows.stage_runner.map_tasks` draws progress from that), and `fan_out` is the plain list
+form for the passes of a corpus-level step (dedup's label propagation, the quality summary, the mixture), which
+sends its calls to the cluster the stage runner opened with `calls_on`. Every call is timed where it runs and the
+seconds add up in that `StepCalls`: the stage's task seconds, whatever step made them. Without a cluster (tests,
+`tasks.dedup.steps` in one process, a notebook) the calls run one after the other in this process.
+
+What a cluster is stays outside this layer: `Cluster` below is all a step needs of one. On Prefect + Dask the
+stage runner gives `flows.dask_calls.DaskCalls`, which sends each call as a plain Dask task, retried once on an
+error (the calls a lost worker held run again elsewhere).
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 Result = TypeVar("Result")
 
 
+class Cluster(Protocol):
+    def threads(self) -> int:
+        """Calls that run at once."""
+
+    def completed(self, timed: Callable, items: list, order: Iterable[int]) -> Iterator[tuple[int, Callable]]:
+        """`(index, get)` per item as its call `timed(item)` finishes, started in `order`; `get()` gives the
+        call's (seconds, result) or raises its error. Stopping early cancels the calls not yet finished."""
+
+    def submit(self, timed: Callable, job) -> Callable:
+        """Start the call `timed(job)` now; the returned function waits for its (seconds, result)."""
+
+
 @dataclass
 class StepCalls:
-    """Where a stage's calls go (a Dask client, or None: in this process), the seconds they took there, and the
+    """Where a stage's calls go (a cluster, or None: in this process), the seconds they took there, and the
     longest one's (a stage cannot finish before it)."""
-    client: object | None = None
+    cluster: Cluster | None = None
     seconds: float = 0.0
     longest: float = 0.0
 
@@ -39,9 +53,9 @@ _CALLS: ContextVar[StepCalls | None] = ContextVar("sluice_step_calls", default=N
 
 
 @contextmanager
-def calls_on(client) -> Iterator[StepCalls]:
-    """Send the calls made within to `client`'s cluster (None: in this process), adding up their seconds."""
-    calls = StepCalls(client)
+def calls_on(cluster: Cluster | None) -> Iterator[StepCalls]:
+    """Send the calls made within to `cluster` (None: in this process), adding up their seconds."""
+    calls = StepCalls(cluster)
     token = _CALLS.set(calls)
     try:
         yield calls
@@ -69,13 +83,8 @@ def per_thread(items: int) -> int:
     cluster): for a pass of equal calls of a few milliseconds each, where a call's round trip through the scheduler
     costs about what its work does (dedup's clustering passes over 8 buckets: ~20 ms calls)."""
     calls = _CALLS.get() or StepCalls()
-    threads = cluster_threads(calls.client) if calls.client is not None else 1
+    threads = calls.cluster.threads() if calls.cluster is not None else 1
     return max(1, -(-items // max(1, threads)))
-
-
-def cluster_threads(client) -> int:
-    """The worker threads of a Dask client's cluster."""
-    return sum(client.nthreads().values())
 
 
 def completed(function: Callable[..., Result], items: Iterable, per_call: int = 1,
@@ -97,37 +106,13 @@ def completed(function: Callable[..., Result], items: Iterable, per_call: int = 
     order = sorted(range(len(items)), key=lambda index: -sizes[index]) if sizes is not None else range(len(items))
     calls = _CALLS.get() or StepCalls()
     timed = Timed(function)
-    if calls.client is None:
+    if calls.cluster is None:
         outcomes = ((index, _naming(items[index], lambda: timed(items[index]))) for index in order)
     else:
-        outcomes = _on_cluster(calls.client, timed, items, order)
+        outcomes = ((index, _naming(items[index], get)) for index, get in calls.cluster.completed(timed, items, order))
     for index, (seconds, result) in outcomes:
         calls.add(seconds)
         yield index, result
-
-
-def _on_cluster(client, timed: Callable, items: list,
-                order: Iterable[int]) -> Iterator[tuple[int, tuple[float, object]]]:
-    """Each call's result as it finishes, the calls submitted in `order` (Dask starts them in that order); a result
-    is released on the cluster once it is here, and a caller that consumes results as they come holds one at a time
-    (the summary's per-shard sketches add up that way)."""
-    from distributed import as_completed
-
-    order = list(order)
-    futures = client.map(timed, [items[index] for index in order], pure=False, retries=1)
-    index_of = {future.key: index for index, future in zip(order, futures)}
-    finishing = as_completed(futures, loop=client.loop)
-    del futures
-    try:
-        for future in finishing:
-            index = index_of[future.key]
-            result = _naming(items[index], future.result)
-            future.release()
-            yield index, result
-    except BaseException:             # the step failed (or its caller stopped): its other calls need not run
-        with contextlib.suppress(Exception):      # a closing client: the failure is what the caller must see
-            client.cancel(list(finishing.futures))
-        raise
 
 
 def in_background(job: Callable[[], Result]) -> Callable[[], Result]:
@@ -137,13 +122,10 @@ def in_background(job: Callable[[], Result]) -> Callable[[], Result]:
     result is asked for."""
     calls = _CALLS.get() or StepCalls()
     timed = Timed(call)
-    if calls.client is None:
-        pending = None
-    else:
-        pending = calls.client.submit(timed, job, pure=False, retries=1)
+    pending = calls.cluster.submit(timed, job) if calls.cluster is not None else None
 
     def result() -> Result:
-        seconds, value = _naming(job, pending.result if pending is not None else lambda: timed(job))
+        seconds, value = _naming(job, pending if pending is not None else lambda: timed(job))
         calls.add(seconds)
         return value
     return result

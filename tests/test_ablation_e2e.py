@@ -148,7 +148,7 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
     FSDP ranks), and `sluice sample` continues a prompt with it."""
     from configs.tokenizer import EOS_ID
     from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
-    from training.logged_model import load_language_model
+    from flows.logged_model import load_language_model
 
     first, _, _ = ablation_runs
     client = mlflow.MlflowClient()

@@ -26,8 +26,8 @@ def _versions(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("edited", ["tasks/dedup/minhash.py", "configs/dedup.py", "configs/tokenizer.py",
-                                    "tasks/extract/html_text.py", "storage/token_shard.py", "tasks/charts.py",
-                                    "tasks/quality/words.py"])
+                                    "tasks/extract/html_text.py", "storage/token_shard.py", "tracking/charts.py",
+                                    "tasks/quality/words.py", "tasks/grouping.py"])
 def test_editing_a_module_changes_exactly_the_stages_that_reach_it(project_copy, edited):
     module = edited.removesuffix(".py").replace("/", ".")
     reaching = {stage for stage, root in STAGE_MODULES.items()

@@ -6,7 +6,7 @@ import gzip
 import pytest
 
 from configs.schema import load_recipe, parse_recipe
-from storage.crawl_listing import listed_inputs
+from storage.crawl_listing import input_urls, listed_inputs
 
 SEGMENT = "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/warc"
 
@@ -51,7 +51,7 @@ def test_recipe_with_a_listing_resolves_its_inputs(local_crawl):
     listing, mirror, lines = local_crawl
     recipe = parse_recipe({"name": "cc", "input": {"listing": {"url": str(listing), "base_url": str(mirror),
                                                                "limit": 4}}})
-    assert recipe.input.urls() == [str(mirror / line) for line in lines[:4]]
+    assert input_urls(recipe.input) == [str(mirror / line) for line in lines[:4]]
 
 
 def test_a_missing_or_empty_listing_is_a_clear_error(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from configs.dedup import DedupConfig
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents
 from storage.parquet import read_table
-from tasks.dedup.in_process import dedup_shards
+from tasks.dedup.steps import dedup_steps
 
 FIXTURES = "dedup/cs336_fixtures"
 
@@ -34,14 +34,14 @@ def write_shards(root: Path, shards: list[list[dict]]) -> list[str]:
 
 def run_dedup(root: Path, shards: list[list[dict]], config: DedupConfig) -> tuple[dict, dict, dict]:
     """Returns (kept id -> row, removed id -> reason, the clustering step's result)."""
-    results = dedup_shards(write_shards(root, shards), str(root / "out"), config)
+    results = dedup_steps(write_shards(root, shards), str(root / "out"), config)
     kept, removed = {}, {}
-    for result in results["shards"]:
+    for result in results.applied:
         assert result["candidates"] == result["documents_out"] + sum(result["drops"].values())
         kept |= {row["id"]: row for row in read_documents(result["output"]).to_pylist()}
         removed_url = result["output"].replace("/shards/", "/removed/")
         removed |= {row["id"]: row["reason"] for row in read_table(removed_url).to_pylist()}
-    return kept, removed, results["clusters"]
+    return kept, removed, results.clusters
 
 
 def fixture_text(data_dir: Path, folder: str, name: str) -> str:

@@ -8,6 +8,7 @@ from functools import partial
 
 import pytest
 
+from flows.dask_calls import DaskCalls
 from tasks.fan_out import calls_on, completed, fan_out, in_background, per_thread
 
 
@@ -26,7 +27,7 @@ def test_a_background_call_runs_on_a_worker_while_the_flow_goes_on_and_its_secon
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
-        with calls_on(client) as calls:
+        with calls_on(DaskCalls(client)) as calls:
             started = time.perf_counter()
             result = in_background(partial(_worker_name, 0.3))
             assert time.perf_counter() - started < 0.25                  # submitted, not waited for
@@ -66,7 +67,7 @@ def test_with_sizes_the_largest_calls_start_first_and_results_keep_their_place(p
 
     pauses, sizes = [0.01, 0.03, 0.02, 0.05, 0.04, 0.06], [1, 3, 2, 5, 4, 6]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            Client(cluster) as client, calls_on(client):
+            Client(cluster) as client, calls_on(DaskCalls(client)):
         results = dict(completed(_started, pauses, per_call, sizes=sizes))
     starts = [results[index] for index in range(len(pauses))]
     by_start = sorted(range(len(pauses)), key=starts.__getitem__)
@@ -83,7 +84,7 @@ def test_per_thread_gives_each_worker_thread_one_call_and_all_to_one_without_a_c
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            Client(cluster) as client, calls_on(client):
+            Client(cluster) as client, calls_on(DaskCalls(client)):
         assert [per_thread(items) for items in (0, 1, 7, 8, 9)] == [1, 1, 4, 4, 5]
         assert fan_out(str, range(8), per_thread(8)) == [str(item) for item in range(8)]
     with calls_on(None):

@@ -106,7 +106,7 @@ def test_each_computed_stage_reports_its_orchestration_share(first_run):
 
 
 def test_dedup_removes_the_labelled_duplicates(first_run, recipe, small_corpus):
-    from benchmarks.dedup_quality import score
+    from dev.corpus.dedup_score import score
 
     extract, dedup = first_run["stages"]["extract"], first_run["stages"]["dedup"]
     stats = dedup["stats"]

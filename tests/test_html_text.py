@@ -104,7 +104,7 @@ def test_the_boilerplate_classifier_drops_a_photo_credit_inside_the_article_and_
 def test_retraining_on_the_even_gold_pages_gives_the_committed_weights(data_dir):
     """The classifier's weights are generated from the shared data, not tuned by hand: the trainer reproduces
     them (and a change to the block features without retraining fails here and at first use)."""
-    from benchmarks.train_boilerplate_classifier import fit, labelled_blocks
+    from dev.boilerplate_classifier import fit, labelled_blocks
     from tasks.extract import boilerplate_weights
     from tasks.extract.block_features import FEATURE_NAMES
 

@@ -1,6 +1,6 @@
-"""The layers point one way: `flows/` (orchestration) imports the rest; `tasks/`, `training/`, `storage/`,
-`configs/` and `tracking/` never import `flows/` nor Prefect, and a training rank loads neither Prefect nor
-MLflow."""
+"""The layers point one way (DESIGN.md, "Layers"): the allowed arrows between the project's packages are data
+here, and so are the layers a framework may be imported in; any other import fails, with the file and the import.
+A training rank loads neither Prefect nor MLflow."""
 from __future__ import annotations
 
 import ast
@@ -9,30 +9,60 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LOWER_LAYERS = ("tasks", "training", "storage", "configs", "tracking")
+PROJECT = ("flows", "tasks", "training", "tracking", "storage", "configs", "dev", "benchmarks", "tests")
+# package -> the other project packages its modules may import
+ALLOWED = {
+    "flows": {"tasks", "training", "tracking", "storage", "configs", "dev"},    # dev: the CLI's `sluice corpus`
+    "tasks": {"tracking", "storage", "configs"},
+    "training": {"tracking", "storage", "configs"},
+    "tracking": {"storage", "configs"},
+    "storage": {"configs"},
+    "configs": set(),
+    "dev": {"tasks", "storage", "configs"},
+    "benchmarks": {"flows", "tasks", "training", "tracking", "storage", "configs", "dev"},
+    "tests": {"flows", "tasks", "training", "tracking", "storage", "configs", "dev"},    # not benchmarks
+}
+# a framework -> the packages that may import it (tests and benchmarks use them all)
+CONFINED = {"prefect": {"flows"}, "prefect_dask": {"flows"}, "dask": {"flows"}, "distributed": {"flows"},
+            "mlflow": {"flows", "tracking"}}
 
 
-def _imported_packages(path: Path) -> set[str]:
+def _imports(path: Path) -> list[str]:
+    """The top-level names of every module the file imports, wherever in the file (functions included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
+    names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import (the project imports by absolute names)"
+            names.append(node.module.split(".")[0])
     return names
 
 
-def test_no_lower_layer_imports_flows():
-    arrows = [str(path.relative_to(ROOT)) for layer in LOWER_LAYERS for path in sorted((ROOT / layer).rglob("*.py"))
-              if "flows" in _imported_packages(path)]
-    assert arrows == []
+def _arrows() -> list[tuple[str, str, str]]:
+    """(package, file, imported) for every import of a project package or a confined framework."""
+    return [(package, str(path.relative_to(ROOT)), name) for package in PROJECT
+            for path in sorted((ROOT / package).rglob("*.py")) for name in _imports(path)
+            if name in PROJECT or name in CONFINED]
 
 
-def test_only_flows_knows_the_orchestrator():
-    arrows = [str(path.relative_to(ROOT)) for layer in LOWER_LAYERS for path in sorted((ROOT / layer).rglob("*.py"))
-              if {"prefect", "prefect_dask"} & _imported_packages(path)]
-    assert arrows == []
+def test_every_project_import_follows_an_allowed_arrow():
+    wrong = [f"{file} imports {name}" for package, file, name in _arrows()
+             if name in PROJECT and name != package and name not in ALLOWED[package]]
+    assert wrong == []
+
+
+def test_each_framework_is_imported_only_in_its_layers():
+    wrong = [f"{file} imports {name}" for package, file, name in _arrows()
+             if name in CONFINED and package not in ("tests", "benchmarks") and package not in CONFINED[name]]
+    assert wrong == []
+
+
+def test_the_arrows_are_checked_on_every_package():
+    """A new top-level package must be given its arrows here."""
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} | {"benchmarks", "tests"}
+    assert packages <= set(PROJECT)
 
 
 def test_a_training_rank_imports_neither_prefect_mlflow_nor_scipy():

@@ -1,7 +1,7 @@
 """Small shards share a task: consecutive shards grouped by input bytes, never fewer groups than the workers need."""
 from __future__ import annotations
 
-from flows.stage_runner import byte_groups
+from tasks.grouping import byte_groups
 
 
 def test_small_shards_are_grouped_and_large_ones_stay_alone():

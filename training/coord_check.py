@@ -57,7 +57,7 @@ def width_slopes(sizes: dict[int, dict[str, float]]) -> dict[str, float]:
 
 def coord_check_png(sizes: dict[str, dict[int, dict[str, float]]], path: str) -> str:
     """One panel per parametrization: each layer's mean |coordinate| against width, log-log."""
-    from tasks.charts import default_style, new_figure, save_png
+    from tracking.charts import default_style, new_figure, save_png
 
     with default_style():
         fig = new_figure((5 * len(sizes), 4))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.charts import default_style, new_figure, save_png
+from tracking.charts import default_style, new_figure, save_png
 from training.scaling_law import ScalingLaw
 
 CONTOURS = 12

@@ -22,7 +22,6 @@ HUBER_DELTA = 1e-3
 START_GRID = {"alpha": (0.2, 0.5, 1.0), "beta": (0.2, 0.5, 1.0), "e": (-1.0, 0.0, 1.0),
               "a": (0.0, 5.0, 10.0, 20.0), "b": (0.0, 5.0, 10.0, 20.0)}
 FITTED_STARTS = 24          # L-BFGS runs from the grid points with the lowest objective, not from all 432
-BOOTSTRAP_RESAMPLES = 200   # refits behind the 95% intervals
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def _theta(law: ScalingLaw) -> tuple:
     return (math.log(law.A), math.log(law.B), math.log(law.E), law.alpha, law.beta)
 
 
-def bootstrap_intervals(law: ScalingLaw, n_params, tokens, losses, resamples: int = BOOTSTRAP_RESAMPLES, level: float = 0.95,
+def bootstrap_intervals(law: ScalingLaw, n_params, tokens, losses, resamples: int, level: float = 0.95,
                         seed: int = 0) -> dict[str, tuple[float, float]]:
     """Percentile intervals of each parameter over refits of resampled runs (with replacement)."""
     log_n, log_d, log_loss = (np.log(np.asarray(values, dtype=float)) for values in (n_params, tokens, losses))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.charts import default_style, new_figure, save_png
+from tracking.charts import default_style, new_figure, save_png
 
 DEFAULT_POINTS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.charts import default_style, new_figure, save_png
+from tracking.charts import default_style, new_figure, save_png
 
 
 def curves_png(histories: dict[str, dict[int, list[tuple[int, float]]]], variants: list[str], path: str,

@@ -1,7 +1,7 @@
 """A logistic regression over block features (tasks/extract/block_features) that reads a block as boilerplate:
 photo credits, bylines, teasers, share and subscribe lines that resiliparse's main-content heuristics keep inside
 the article region. Its weights are generated (tasks/extract/boilerplate_weights.py, by
-benchmarks/train_boilerplate_classifier.py from the even-indexed gold pages), so a retrained model changes the
+dev/boilerplate_classifier.py from the even-indexed gold pages), so a retrained model changes the
 extract stage's code version and reruns it."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _model() -> tuple[float, tuple[float, ...]]:
 
     if FEATURES != FEATURE_NAMES:
         raise ValueError("tasks/extract/boilerplate_weights.py was trained on other block features: run "
-                         "benchmarks/train_boilerplate_classifier.py")
+                         "dev/boilerplate_classifier.py")
     return BIAS, WEIGHTS
 
 

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from tasks.charts import default_style, new_figure, save_png
+from tracking.charts import default_style, new_figure, save_png
 
 
 def card_markdown(result: dict) -> str:

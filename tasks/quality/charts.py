@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 
-from tasks.charts import default_style, new_figure, save_png
+from tracking.charts import default_style, new_figure, save_png
 
 
 def histograms_png(histograms: dict[str, dict], marks: dict[str, list[float]], path: str) -> str:

@@ -1,7 +1,7 @@
 """MLflow "model from code" entry: MLflow runs this file to get the pyfunc, instead of unpickling a logged
-object (training/logged_model.py logs it)."""
+object (flows/logged_model.py logs it)."""
 from mlflow.models import set_model
 
-from training.logged_model import SluiceLanguageModel
+from flows.logged_model import SluiceLanguageModel
 
 set_model(SluiceLanguageModel())

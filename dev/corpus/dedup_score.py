@@ -1,7 +1,7 @@
 """How well a near-duplicate remover did on a generated corpus, scored against its labels.jsonl.
 
 `score(labels_path, documents)` takes the dedup input as (warc_record_id, kept) pairs, whichever tool produced
-them (sluice's dedup stage, or datatrove through peer_dedup_datatrove.py). Pure Python, no third-party import.
+them (sluice's dedup stage, or datatrove through benchmarks/peer_dedup_datatrove.py). Pure Python, no third-party import.
 
 Definitions
 - Universe: the documents given (the dedup input). They join to the labels by `record_id` == warc_record_id.
@@ -22,7 +22,7 @@ Definitions
   kept beyond the first. 0 when no duplicate survives next to another copy of itself.
 
 Manual use:
-    .venv/bin/python benchmarks/dedup_quality.py --labels CORPUS/labels.jsonl KEPT.json
+    .venv/bin/python -m dev.corpus.dedup_score --labels CORPUS/labels.jsonl KEPT.json
 where KEPT.json is [[record_id, kept], ...]; prints the score as JSON.
 """
 from __future__ import annotations

@@ -2,46 +2,27 @@
 model config, behind a pyfunc that continues prompts. `sluice sample MODEL_URI "prompt"` loads it by URI, and so
 can any evaluation (`load_language_model(uri)` gives the torch module and the tokenizer).
 
-Imported by the flows and the CLI, never by a training rank: it needs mlflow.
+The flows log it after training (a training rank never imports MLflow); the CLI and evaluations load it.
 """
 from __future__ import annotations
 
 import json
 import os
 import tempfile
-import warnings
 from pathlib import Path
 
 import mlflow
 import pandas as pd
 import torch
 
-from training.checkpoint import COMPLETE, checkpoint_step
+from training.checkpoint import checkpoint_step
+from training.consolidated import checkpoint_model_config, consolidated_weights
 from training.model import ModelConfig, Transformer
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "model_config.json"
 LOGGED_MODEL_NAME = "model"
 ENTRY = Path(__file__).with_name("logged_model_entry.py")      # the pyfunc as code, not a pickled object
-
-
-def checkpoint_model_config(checkpoint: str) -> ModelConfig:
-    """The model config a checkpoint was saved with (kept in its completion marker)."""
-    with open(os.path.join(checkpoint, COMPLETE)) as handle:
-        return ModelConfig(**json.load(handle)["model"])
-
-
-def consolidated_weights(checkpoint: str, out_path: str) -> str:
-    """The model's weights from a sharded (DCP) checkpoint as one plain state dict, read in this one process."""
-    import torch.distributed.checkpoint as dcp
-
-    state = {"model": Transformer(checkpoint_model_config(checkpoint)).state_dict()}
-    with warnings.catch_warnings():     # torch warns on every single-process load; one process is the intent here
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
-        dcp.load(state, checkpoint_id=checkpoint, no_dist=True)    # one process reads every rank's shards
-    torch.save(state["model"], out_path)
-    return out_path
-
 
 
 class SluiceLanguageModel(mlflow.pyfunc.PythonModel):

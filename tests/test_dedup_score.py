@@ -1,17 +1,11 @@
-"""benchmarks/dedup_quality.score on hand-made labels."""
+"""dev/corpus/dedup_score: a dedup run scored against the generated corpus's labels, on hand-made labels."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-# benchmarks/ is a folder of scripts, not a package: load the module from its file.
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "dedup_quality.py"
-_SPEC = importlib.util.spec_from_file_location("dedup_quality", _PATH)
-dedup_quality = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(dedup_quality)
+from dev.corpus import dedup_score
 
 
 def _label(record_id, kind, cluster=None, jaccard=None):
@@ -52,7 +46,7 @@ def test_precision_recall_and_buckets(labels_path):
         ("unlabelled", False),                        # no label: a false positive, ignored for recall
         ("s1", True),
     ]
-    result = dedup_quality.score(labels_path, documents)
+    result = dedup_score.score(labels_path, documents)
     assert result["documents"] == 12
     assert result["removed"] == 6
     assert result["true_positives"] == 4  # e1, n1, o2, r2
@@ -74,7 +68,7 @@ def test_undetected_pairs_and_cluster_removed_whole(labels_path):
         ("o2", True), ("n2", True), ("n3", False),  # n2 undetected, n3 detected
         ("r1", False), ("r2", False),               # every copy of real-1 removed: two false positives
     ]
-    result = dedup_quality.score(labels_path, documents)
+    result = dedup_score.score(labels_path, documents)
     assert result["removed"] == 4
     assert result["true_positives"] == 2  # n1, n3
     assert [example["record_id"] for example in result["false_positive_examples"]] == ["r1", "r2"]
@@ -86,10 +80,10 @@ def test_undetected_pairs_and_cluster_removed_whole(labels_path):
 
 
 def test_nothing_removed_and_bucket_bounds(labels_path):
-    result = dedup_quality.score(labels_path, [("o1", True), ("u1", True)])
+    result = dedup_score.score(labels_path, [("o1", True), ("u1", True)])
     assert result["removed"] == 0 and result["precision"] is None
     assert result["pairs"] == 0 and result["recall"] is None and result["recall_exact"] is None
-    bucket = dedup_quality.jaccard_bucket
+    bucket = dedup_score.jaccard_bucket
     assert [bucket(v) for v in (1.0, 0.95, 0.9499, 0.85, 0.75, 0.6, 0.5999, 0.0)] == \
         ["0.95", "0.95", "0.85", "0.85", "0.75", "0.6", "below_0.6", "below_0.6"]
 
@@ -97,6 +91,6 @@ def test_nothing_removed_and_bucket_bounds(labels_path):
 def test_main_reads_a_json_file(labels_path, tmp_path, capsys):
     kept = tmp_path / "kept.json"
     kept.write_text(json.dumps([["o1", True], ["e1", False]]))
-    assert dedup_quality.main(["--labels", labels_path, str(kept)]) == 0
+    assert dedup_score.main(["--labels", labels_path, str(kept)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["true_positives"] == 1 and printed["recall_exact"] == 1.0
