@@ -63,28 +63,42 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=8, help="seeds of the full and junk10 arms (the others: 3)")
-    parser.add_argument("--tokens", type=int, default=1 << 18)
+    parser.add_argument("--tokens", type=int, help="per run (default 262,144; 1,048,576 with --bench-scale)")
     parser.add_argument("--resamples", type=int, default=40, help="A/A splits of the full arm's seeds")
-    parser.add_argument("--out", type=Path, default=RESULTS / "calibration.json")
+    parser.add_argument("--bench-scale", action="store_true", help=(
+        "the bench ablation's model, optimizer and tokens, and only the planted arms (full, junk30, help) at 3 "
+        "seeds: no A/A, no 10%% junk, no variance split (results/calibration_bench.json unless --out)"))
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    tokens = args.tokens or (1 << 20 if args.bench_scale else 1 << 18)
+    out = args.out or RESULTS / ("calibration_bench.json" if args.bench_scale else "calibration.json")
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
-    ablation = bench_ablation(corpus, shipped_variants(["raw", "+classifier"]), args.seeds, args.tokens,
-                              name="calibration", eval_every=16, model=SMALL_MODEL)
-    train = ablation.train
-    ablation = ablation.model_copy(update={"train": train.model_copy(update={
-        "optimizer": train.optimizer.model_copy(update=SMALL_OPTIMIZER)})})
+    if args.bench_scale:
+        ablation = bench_ablation(corpus, shipped_variants(["raw", "+classifier"]), PAIRED_SEEDS, tokens,
+                                  name="calibration", eval_every=32)
+        seeds = {"full": PAIRED_SEEDS, "junk30": PAIRED_SEEDS, "help": PAIRED_SEEDS}
+    else:
+        ablation = bench_ablation(corpus, shipped_variants(["raw", "+classifier"]), args.seeds, tokens,
+                                  name="calibration", eval_every=16, model=SMALL_MODEL)
+        train = ablation.train
+        ablation = ablation.model_copy(update={"train": train.model_copy(update={
+            "optimizer": train.optimizer.model_copy(update=SMALL_OPTIMIZER)})})
+        seeds = {"full": args.seeds, "junk10": args.seeds, "junk30": PAIRED_SEEDS, "help": PAIRED_SEEDS}
     data = arm_inputs(ablation)
-    seeds = {"full": args.seeds, "junk10": args.seeds, "junk30": PAIRED_SEEDS, "help": PAIRED_SEEDS}
-    runs = {arm: {seed: train_arm(ablation, data, arm, seed) for seed in range(seeds[arm])} for arm in ARMS}
-    split = {control: {seed: train_arm(ablation, data, "full", seed, [control]) for seed in range(PAIRED_SEEDS)}
-             for control in ablation.seed_controls}
-    report = {"corpus": origin, "model": SMALL_MODEL, "tokens_per_run": args.tokens, "seeds": seeds,
+    runs = {arm: {seed: train_arm(ablation, data, arm, seed) for seed in range(count)} for arm, count in seeds.items()}
+    report = {"corpus": origin, "model": ablation.train.model.model_dump(include={"preset", "n_layers", "d_model",
+                                                                                  "n_heads", "seq_len"}),
+              "optimizer": ablation.train.optimizer.model_dump(include={"lr", "warmup_steps"}),
+              "tokens_per_run": tokens, "seeds": seeds,
               "arms": {arm: {"weights": ARMS[arm], "runs": {seed: run["mlflow_run_id"] for seed, run in by.items()}}
                        for arm, by in runs.items()},
-              "junk": data["junk"], "help": data["help"], **known_answers(runs, args.resamples, ablation),
-              "variance_split": variance_split(runs["full"], split)}
-    write_result(args.out, report, "calibration.py", argv)
+              "junk": data["junk"], "help": data["help"], **planted(runs)}
+    if not args.bench_scale:
+        split = {control: {seed: train_arm(ablation, data, "full", seed, [control]) for seed in range(PAIRED_SEEDS)}
+                 for control in ablation.seed_controls}
+        report |= same_recipe(runs, args.resamples, ablation) | {"variance_split": variance_split(runs["full"], split)}
+    write_result(out, report, "calibration.py", argv)
     print(json.dumps({key: value for key, value in report.items() if not isinstance(value, dict)}, indent=2))
     return 0
 
@@ -249,7 +263,7 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     record = folder / "result.json"
     if record.exists():
         return json.loads(record.read_text())
-    mixture_dir = HOME / "mixtures" / f"{arm}-draw{config.seed}-order{config.stream_seed}"
+    mixture_dir = HOME / "mixtures" / f"{arm}-{hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:12]}"
     mixed = mix(data["pairs"], str(mixture_dir), data["tokenizer"]["stats"]["notes"]["vocab_size"], config)
     shares = ", ".join(f"{row['source']} {row['weight_realized']:.3f}" for row in mixed["sources"])
     log(f"{arm} seed {seed} ({', '.join(ablation.seed_controls)}): {mixed['train_tokens']:,} training tokens drawn "
@@ -273,61 +287,78 @@ def suite_scores(run_id: str) -> dict[str, float]:
     return {key.removeprefix("suite_bpb/"): value for key, value in metrics.items() if key.startswith("suite_bpb/")}
 
 
-def known_answers(runs: dict, resamples: int, ablation) -> dict:
-    """The A/A false-call rates, the planted junk's and help's calls, and junk10's claimed against seen power."""
+def versus(baseline: dict[int, dict], variant: dict[int, dict], power=None) -> dict:
+    """The paired comparison of two arms' scores (seed -> domain -> bpb), per domain: variant minus baseline."""
+    from tasks.evaluation.compare import Power, RunScore, compare
+
+    table = compare([RunScore("a", seed, bpb) for seed, bpb in baseline.items()]
+                    + [RunScore("b", seed, bpb) for seed, bpb in variant.items()], ["a", "b"], "a", power or Power())
+    return table["variants"]["b"]["vs_baseline"]
+
+
+def arm_scores(runs: dict) -> dict:
+    return {arm: {seed: suite_scores(run["mlflow_run_id"]) for seed, run in by.items()} for arm, by in runs.items()}
+
+
+def planted(runs: dict) -> dict:
+    """The planted arms against `full` at seeds 0-2, paired by seed: junk called worse, help called better on
+    literary; with junk10 at more seeds, the power the report claims for its effect against the share of 3-seed
+    subsets called."""
     from scipy import stats
 
-    from configs.ablation import SeedRounds
-    from flows.ablation import look_power
-    from tasks.evaluation.compare import Power, RunScore, compare, two_sided_power
+    from tasks.evaluation.compare import Power, two_sided_power
 
-    scores = {arm: {seed: suite_scores(run["mlflow_run_id"]) for seed, run in by.items()} for arm, by in runs.items()}
-
-    def versus(baseline: dict[int, dict], variant: dict[int, dict], power: Power = Power()) -> dict:
-        table = compare([RunScore("a", seed, bpb) for seed, bpb in baseline.items()]
-                        + [RunScore("b", seed, bpb) for seed, bpb in variant.items()], ["a", "b"], "a", power)
-        return table["variants"]["b"]["vs_baseline"]
-
-    rng = np.random.default_rng(0)
+    scores = arm_scores(runs)
     full = scores["full"]
-    aa, aa_rounds = [], []
-    rounds = ablation.model_copy(update={"seeds": [0, 1, 2], "seed_rounds": SeedRounds(max=4, step=1)})
-    for _ in range(resamples):
-        order = rng.permutation(sorted(full))
-        first, second = order[:4], order[4:8]
-        a = {index: full[int(seed)] for index, seed in enumerate(first)}
-        b = {index: full[int(seed)] for index, seed in enumerate(second)}
-        aa.append(versus({k: a[k] for k in range(3)}, {k: b[k] for k in range(3)})["macro"]["called"])
-        spent = look_power(rounds)
-        aa_rounds.append(any(versus({k: a[k] for k in range(n)}, {k: b[k] for k in range(n)}, spent)["macro"]["called"]
-                             for n in (3, 4)))
     paired = {arm: versus({seed: full[seed] for seed in range(PAIRED_SEEDS)},
                           {seed: scores[arm][seed] for seed in range(PAIRED_SEEDS)})
-              for arm in ("junk10", "junk30", "help")}
-    every = versus(full, scores["junk10"])["macro"]          # all of junk10's seeds: its effect and paired noise
-    subsets = list(itertools.combinations(sorted(scores["junk10"]), PAIRED_SEEDS))
-    seen = [versus({seed: full[seed] for seed in subset}, {seed: scores["junk10"][seed] for seed in subset})
-            ["macro"] for subset in subsets]
-    critical = float(stats.t.ppf(1 - Power().alpha / 2, PAIRED_SEEDS - 1))
-    claimed = two_sided_power(abs(every["difference"]) * math.sqrt(PAIRED_SEEDS) / every["paired_std"],
-                              PAIRED_SEEDS - 1, critical)
+              for arm in scores if arm != "full"}
     worse = lambda cell: cell["called"] and cell["difference"] > 0        # noqa: E731
-    return {
-        "aa_comparisons": resamples, "aa_false_call_rate": round(float(np.mean(aa)), 4),
-        "aa_false_call_rate_seed_rounds": round(float(np.mean(aa_rounds)), 4),
-        "aa_seed_rounds": {"looks": [3, 4], "alpha_per_look": look_power(rounds).alpha},
-        "junk_10_called": worse(paired["junk10"]["macro"]), "junk_30_called": worse(paired["junk30"]["macro"]),
-        "junk_10": _cell(paired["junk10"]["macro"]), "junk_30": _cell(paired["junk30"]["macro"]),
-        "junk_10_power_claimed": round(claimed, 3),
-        "junk_10_power_seen": round(float(np.mean([worse(cell) for cell in seen])), 3),
-        "junk_10_power_from": {"seeds": len(scores["junk10"]), "difference": round(every["difference"], 5),
-                               "paired_std": round(every["paired_std"], 5), "subsets_of_3": len(subsets)},
-        "help_called": paired["help"]["literary"]["called"] and paired["help"]["literary"]["difference"] < 0,
-        "help_literary": _cell(paired["help"]["literary"]), "help_macro": _cell(paired["help"]["macro"]),
-        "per_domain": {arm: {metric: _cell(cell) for metric, cell in by.items()} for arm, by in paired.items()},
-        "scores": {arm: {seed: {metric: round(value, 5) for metric, value in bpb.items()}
-                         for seed, bpb in by.items()} for arm, by in scores.items()},
-    }
+    report = {"per_domain": {arm: {metric: _cell(cell) for metric, cell in by.items()} for arm, by in paired.items()},
+              "scores": {arm: {seed: {metric: round(value, 5) for metric, value in bpb.items()}
+                               for seed, bpb in by.items()} for arm, by in scores.items()}}
+    for arm in ("junk10", "junk30"):
+        if arm in paired:
+            report |= {f"junk_{arm[4:]}_called": worse(paired[arm]["macro"]), f"junk_{arm[4:]}": _cell(paired[arm]["macro"])}
+    if "help" in paired:
+        report |= {"help_called": paired["help"]["literary"]["called"] and paired["help"]["literary"]["difference"] < 0,
+                   "help_literary": _cell(paired["help"]["literary"]), "help_macro": _cell(paired["help"]["macro"])}
+    if len(scores.get("junk10", {})) > PAIRED_SEEDS:
+        every = versus(full, scores["junk10"])["macro"]          # all of junk10's seeds: its effect and paired noise
+        subsets = list(itertools.combinations(sorted(scores["junk10"]), PAIRED_SEEDS))
+        seen = [versus({seed: full[seed] for seed in subset}, {seed: scores["junk10"][seed] for seed in subset})
+                ["macro"] for subset in subsets]
+        critical = float(stats.t.ppf(1 - Power().alpha / 2, PAIRED_SEEDS - 1))
+        claimed = two_sided_power(abs(every["difference"]) * math.sqrt(PAIRED_SEEDS) / every["paired_std"],
+                                  PAIRED_SEEDS - 1, critical)
+        report |= {"junk_10_power_claimed": round(claimed, 3),
+                   "junk_10_power_seen": round(float(np.mean([worse(cell) for cell in seen])), 3),
+                   "junk_10_power_from": {"seeds": len(scores["junk10"]), "difference": round(every["difference"], 5),
+                                          "paired_std": round(every["paired_std"], 5), "subsets_of_3": len(subsets)}}
+    return report
+
+
+def same_recipe(runs: dict, resamples: int, ablation) -> dict:
+    """A/A: the full arm's seeds split at random into two groups of 4 paired in order, `resamples` times; the
+    share of 3-seed comparisons called, and with seed rounds (3 then 4 seeds, alpha spent over the looks)."""
+    from configs.ablation import SeedRounds
+    from flows.ablation import look_power
+
+    full = arm_scores({"full": runs["full"]})["full"]
+    rng = np.random.default_rng(0)
+    aa, aa_rounds = [], []
+    rounds = ablation.model_copy(update={"seeds": [0, 1, 2], "seed_rounds": SeedRounds(max=4, step=1)})
+    spent = look_power(rounds)
+    for _ in range(resamples):
+        order = rng.permutation(sorted(full))
+        a = {index: full[int(seed)] for index, seed in enumerate(order[:4])}
+        b = {index: full[int(seed)] for index, seed in enumerate(order[4:8])}
+        aa.append(versus({k: a[k] for k in range(3)}, {k: b[k] for k in range(3)})["macro"]["called"])
+        aa_rounds.append(any(versus({k: a[k] for k in range(n)}, {k: b[k] for k in range(n)}, spent)["macro"]["called"]
+                             for n in (3, 4)))
+    return {"aa_comparisons": resamples, "aa_false_call_rate": round(float(np.mean(aa)), 4),
+            "aa_false_call_rate_seed_rounds": round(float(np.mean(aa_rounds)), 4),
+            "aa_seed_rounds": {"looks": [3, 4], "alpha_per_look": spent.alpha}}
 
 
 def variance_split(full: dict[int, dict], split: dict[str, dict[int, dict]]) -> dict:
