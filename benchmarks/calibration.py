@@ -115,10 +115,12 @@ def arm_inputs(ablation) -> dict:
         return _prepared(ablation)
 
     data = stages()
-    inputs = HOME / "inputs"
-    inputs.mkdir(parents=True, exist_ok=True)
     full = data["variants"]["+classifier"]["stages"]["tokenize"]
     raw = data["variants"]["raw"]["stages"]["tokenize"]
+    # the relabelled shards belong to these stages' outputs and this tokenizer: a rerun on other outputs makes its own
+    inputs = HOME / "inputs" / hashlib.sha256(json.dumps(
+        [full["manifest"], raw["manifest"], data["tokenizer"]["digest"]]).encode()).hexdigest()[:12]
+    inputs.mkdir(parents=True, exist_ok=True)
     full_pairs = _pairs(full)
     kept = {doc_id for _, url in full_pairs for doc_id in _ids(url)}
     pairs = [(base, _relabelled(url, inputs / f"full-{index:04d}.parquet", lambda doc_id: SOURCE_FULL))
