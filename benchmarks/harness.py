@@ -254,8 +254,9 @@ def now() -> str:
 def git_commit() -> tuple[str, bool]:
     """The commit measured, and whether the working tree differed from it (tracked files)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+    # the result files themselves (a chart written beside the JSON) do not make the measured code dirty
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return head, bool(dirty)
 
 
