@@ -6,9 +6,11 @@ their source (nothing is imported). The version hashes the source of every modul
 import, and the Python minor version. Editing a module a stage reaches, or upgrading a library it imports,
 gives the stage a new fingerprint, so the store never serves output that the current code would not produce.
 
-`flows.*` modules other than the roots are not followed: that layer schedules and reports the work (stage
-runner, MLflow, Prefect artifacts); what a stage computes lives in `tasks/`, `storage/`, `training/` and
-`configs/`.
+The modules in `ORCHESTRATION` (and what only they import) are not followed: they run and report every stage the
+same way (store lookup, Dask calls, progress, reports and charts, MLflow), so editing a chart does not rerun every
+stage. Nothing in them may compute the bytes a stage writes; every other module, in `flows/` too, is followed.
+`tests/test_flow_e2e.py` checks this from a real run: each module whose code a stage's own code calls is in that
+stage's closure.
 """
 from __future__ import annotations
 
@@ -26,7 +28,10 @@ from storage.fs import atomic_output
 from storage.locations import state_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-NOT_FOLLOWED = ("flows",)          # the orchestration layer (see the module docstring)
+ORCHESTRATION = (                  # modules (or packages) that run and report stages; see the module docstring
+    "flows.console", "flows.dask_calls", "flows.dedup_report", "flows.environment", "flows.quality_report",
+    "flows.reporting", "flows.stage_runner", "flows.step_progress", "flows.tracking_run", "flows.ui_writes",
+)
 DIGEST_LENGTH = 16
 
 
@@ -68,12 +73,18 @@ def code_closure(*roots: str, root: Path = PROJECT_ROOT) -> CodeClosure:
         for imported in _imports(module, path):
             top = imported.split(".")[0]
             if top in project:
-                found = _existing_module(imported, root) if top not in NOT_FOLLOWED else ""
-                pending.extend([found, *_with_parents(found)] if found else [])
+                found = _existing_module(imported, root)
+                pending.extend(name for name in ([found, *_with_parents(found)] if found else [])
+                               if not orchestrates(name))
             elif top not in sys.stdlib_module_names and top != "__future__":
                 third_party.add(top)
-        pending.extend(parent for parent in _with_parents(module) if parent.split(".")[0] not in NOT_FOLLOWED)
+        pending.extend(parent for parent in _with_parents(module) if not orchestrates(parent))
     return CodeClosure(modules=tuple(sorted(seen)), libraries=tuple(sorted(_distribution_versions(third_party))))
+
+
+def orchestrates(module: str) -> bool:
+    """Whether `module` is (in) one of the `ORCHESTRATION` modules, which no stage's closure follows."""
+    return any(module == name or module.startswith(name + ".") for name in ORCHESTRATION)
 
 
 def module_path(module: str, root: Path = PROJECT_ROOT) -> Path | None:

@@ -26,10 +26,18 @@ def recipe(small_corpus, dask_address, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def first_run(recipe):
+def traced_run(recipe):
+    """The first run, with the project modules each stage ran in this process (tests.stage_trace)."""
     from flows.curation import curation_flow
+    from stage_trace import StageTrace          # tests/stage_trace.py
 
-    return curation_flow(recipe)
+    with StageTrace() as trace:
+        return curation_flow(recipe), trace
+
+
+@pytest.fixture(scope="module")
+def first_run(traced_run):
+    return traced_run[0]
 
 
 def _untrained(recipe):
@@ -299,3 +307,17 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
     assert stages["extract"]["digest"] == first_run["stages"]["extract"]["digest"]
     for name in ("dedup", "quality_models", "quality_scores", "quality_filter", "tokenizer", "tokenize", "mixture"):
         assert stages[name]["digest"] == first_run["stages"][name]["digest"]
+
+
+def test_every_module_a_stage_calls_is_in_its_fingerprint(traced_run):
+    """Everything a stage's own code runs in the flow process is in its fingerprinted closure, apart from the
+    orchestration modules (storage.code_version.ORCHESTRATION) and what only they call: an output decision put in
+    a module the fingerprint does not follow fails here (storage.code_version)."""
+    from storage.code_version import code_closure, orchestrates
+
+    _, trace = traced_run
+    assert set(trace.roots) >= {"extract", "dedup", "quality_models", "quality_scores", "quality_filter",
+                                "tokenizer", "tokenize", "mixture"}
+    outside = {stage: sorted(trace.called_by_stage_code(stage, orchestrates) - set(code_closure(root).modules))
+               for stage, root in trace.roots.items()}
+    assert not any(outside.values()), outside
