@@ -246,6 +246,7 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     from flows.ablation_data import seeded_draw
     from flows.training_flow import training_flow
     from flows.training_inputs import train_on_shards, trainer_code_version
+    from storage.stage_figures import TokenizerFigures
     from storage.stage_result import stage_file
     from tasks.evaluation.suite import SUITE_FILE
     from tasks.mixture.mix import mix
@@ -268,15 +269,14 @@ def train_arm(ablation, data: dict, arm: str, seed: int, controls: list[str] | N
     if record.exists():
         return json.loads(record.read_text())
     mixture_dir = HOME / "mixtures" / f"{arm}-{hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:12]}"
-    mixed = mix(data["pairs"], str(mixture_dir), data["tokenizer"]["stats"]["notes"]["vocab_size"], config)
+    tokenizer = TokenizerFigures.of(data["tokenizer"])
+    mixed = mix(data["pairs"], str(mixture_dir), tokenizer.vocab_size, config)
     shares = ", ".join(f"{row['source']} {row['weight_realized']:.3f}" for row in mixed["sources"])
     log(f"{arm} seed {seed} ({', '.join(ablation.seed_controls)}): {mixed['train_tokens']:,} training tokens drawn "
         f"({shares})")
-    tokenizer = data["tokenizer"]
     train = train_on_shards(spec, f"calibration-{arm}-seed{seed}", str(folder),
-                            [shard["path"] for shard in mixed["shards"]], stage_file(tokenizer, MODEL_FILE),
-                            tokenizer["stats"]["notes"]["vocab_size"],
-                            tokenizer["stats"].get("summary", {}).get("heldout_bytes_per_token"),
+                            [shard["path"] for shard in mixed["shards"]], stage_file(data["tokenizer"], MODEL_FILE),
+                            tokenizer.vocab_size, tokenizer.heldout_bytes_per_token,
                             ablation.mlflow.experiment, ablation.mlflow.tracking_uri,
                             {"sluice.kind": "calibration", "sluice.arm": arm, "sluice.seed": str(seed)})
     result = training_flow(train)

@@ -60,7 +60,7 @@ def flow_child(args) -> int:
         "stage_wall_seconds": stats["wall_seconds"], "stage_task_seconds": stats["seconds"],
         "candidates": stats["candidates"], "documents_out": stats["documents_out"], "drops": stats["drops"],
         "problems": stats["problems"],
-        "shard_seconds": {Path(shard["input"]).name: shard["seconds"] for shard in shards},
+        "shard_seconds": {Path(shard["inputs"][0]).name: shard["seconds"] for shard in shards},   # one input each
     }))
     return 0
 

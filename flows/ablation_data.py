@@ -21,6 +21,7 @@ from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
 from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 from storage.fs import file_fingerprint, local_path
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.suite import NGRAMS_FILE
 from tasks.mixture.placement import covering_budget
@@ -65,7 +66,7 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
     ngrams = stage_file(suite, NGRAMS_FILE)
     recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
     tokenizer = _shared_tokenizer(ablation, anchor, suite, runner)
-    vocab_size = tokenizer["stats"]["notes"]["vocab_size"]
+    vocab_size = TokenizerFigures.of(tokenizer).vocab_size
     variants = {}
     for name, recipe in recipes.items():
         logger.info("variant %s: document stages", name)
@@ -115,9 +116,9 @@ def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> StageResult:
             target.write(source.read())
         vocab_size = spm.SentencePieceProcessor(model_file=stage.path(MODEL_FILE)).get_piece_size()
         stats = StageStats(bytes_out=os.path.getsize(stage.path(MODEL_FILE)))
-        stats.notes.update({"vocab_size": vocab_size})
         return StageOutput(shards=[ShardEntry(path=MODEL_FILE, bytes=stats.bytes_out,
-                                              sha256=sha256_file(stage.path(MODEL_FILE)), documents=0)], stats=stats)
+                                              sha256=sha256_file(stage.path(MODEL_FILE)), documents=0)], stats=stats,
+                           figures=TokenizerFigures(vocab_size=vocab_size))
 
     return run_stage(recipe, spec, produce)
 

@@ -15,6 +15,7 @@ from flows.heartbeats import subflows_without_heartbeats
 from flows.preflight import preflight
 from flows.run_summary import publish_run_summary
 from flows.tracking_run import BackgroundRun, pending
+from storage.stage_figures import TokenizerFigures
 from storage.fs import local_path
 from tracking.datasets import log_datasets
 from tracking.params import flatten
@@ -104,7 +105,7 @@ def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
         stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
             recipe, documents, stages["tokenizer"])
         if recipe.mixture.enabled:
-            vocab_size = stages["tokenizer"]["stats"]["notes"]["vocab_size"]
+            vocab_size = TokenizerFigures.of(stages["tokenizer"]).vocab_size
             stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
                 recipe, stages["tokenize"], documents, vocab_size)
     return stages

@@ -13,6 +13,7 @@ from tracking.charts import png_bytes
 from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
                                 s_curve_knee, s_curve_png, s_curve_rows)
 from tasks.fan_out import in_background
+from storage.stage_figures import DedupFigures
 from tasks.stats import StageStats
 
 S_CURVE_PNG, CLUSTER_SIZES_PNG = "s_curve.png", "cluster_sizes.png"
@@ -40,7 +41,7 @@ def _threshold(minhash: MinHashConfig, bands: int, rows: int) -> float:
     return minhash.verify_jaccard or minhash.target_jaccard or s_curve_knee(bands, rows)
 
 
-def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: list[dict],
+def dedup_report(config: DedupConfig, stats: StageStats, figures: DedupFigures, clusters: dict, steps: list[dict],
                  charts: dict[str, Callable[[], bytes]], folder: str) -> StageReport:
     """`charts`: file name -> its PNG's bytes when asked (`s_curve_chart`, `cluster_sizes_chart`)."""
     files = []
@@ -66,12 +67,12 @@ def dedup_report(config: DedupConfig, stats: StageStats, clusters: dict, steps: 
                   f"{', '.join(config.minhash.character_languages)}), {bands} bands x {rows} rows = {bands * rows} "
                   f"permutations, seed {config.minhash.seed}; S-curve knee (1/b)^(1/r) = {knee:.3f}",
                   f"- candidates verified at estimated Jaccard >= {config.minhash.verify_jaccard}: "
-                  f"{stats.notes['verified_pairs']} of {stats.notes['candidate_pairs']} candidate pairs kept",
+                  f"{figures.verified_pairs} of {figures.candidate_pairs} candidate pairs kept",
                   f"- LSH error areas at {threshold:.2f}: false positive {rates['false_positive']:.4f}, "
                   f"false negative {rates['false_negative']:.4f}; detection probability there "
                   f"{rates['probability_at_threshold']:.3f}"]
     if config.paragraphs.enabled:
-        lines.append(f"- paragraphs: {stats.notes['repeated_paragraphs']} of {stats.notes['distinct_paragraphs']} "
+        lines.append(f"- paragraphs: {figures.repeated_paragraphs} of {figures.distinct_paragraphs} "
                      f"distinct paragraphs repeated in >= {config.paragraphs.min_documents} distinct documents; "
                      f"{stats.notes['lines_removed']} lines ({stats.notes['chars_removed']:,} characters) removed")
     lines += ["", "| step | tasks | wall s | task s | worker peak RSS MB |", "|---|---|---|---|---|",

@@ -11,6 +11,7 @@ from configs.schema import Recipe
 from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
 from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
 from storage.fs import remove_folder
+from storage.stage_figures import DedupFigures
 from storage.stage_result import StageResult, parent_of, stage_shard_bytes, stage_shard_urls
 from tasks.dedup.steps import dedup_steps
 from tasks.dedup.task import clusters_call
@@ -54,9 +55,10 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
         shuffled = remove_folder(stage.path("work"))
         stats = summed_stats(done.applied)
         stats.seconds = sum(step["task_seconds"] for step in steps)   # every step's tasks, not only apply's
-        stats.notes.update(done.figures() | {"work_bytes": shuffled["bytes"], "work_files": shuffled["files"]})
+        figures = DedupFigures(**done.figures(), work_bytes=shuffled["bytes"], work_files=shuffled["files"])
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in done.applied], stats=stats,
-                           task_results=done.applied, report=dedup_report(config, stats, done.clusters, steps, charts,
-                                                                         stage.report_dir))
+                           task_results=done.applied, figures=figures,
+                           report=dedup_report(config, stats, figures, done.clusters, steps, charts,
+                                               stage.report_dir))
 
     return run_stage(recipe, spec, produce)

@@ -9,6 +9,7 @@ import fsspec
 import mlflow
 
 from flows.reporting import artifact_key
+from storage.stage_figures import MixtureFigures
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC, RunHistory, diagnose, report_text
 
 METRICS = ("loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu", "b_noise", "tokens", "batch_sequences",
@@ -31,7 +32,7 @@ def _mixture_epochs(manifest_url: str | None) -> dict[str, float]:
         return {}
     try:
         with fsspec.open(manifest_url, "r") as handle:
-            sources = json.load(handle)["stats"]["summary"]["sources"]
+            sources = MixtureFigures.from_stats(json.load(handle)["stats"]).sources
     except (OSError, KeyError, ValueError):
         return {}                     # the store moved or was cleaned: the findings say less, nothing fails
     return {source["source"]: source["epochs"] for source in sources}

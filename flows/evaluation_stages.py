@@ -18,6 +18,7 @@ from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, 
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_figures import EvalSuiteFigures
 from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_urls
 from tasks.evaluation.decontaminate import DecontaminateJob
 from tasks.evaluation.suite import NGRAMS_FILE, SUITE_FILE, source_files
@@ -56,7 +57,7 @@ def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> StageResul
         documents = files[0].documents
         rows = [{"domain": name, **row} for name, row in result["domains"].items()]
         return StageOutput(shards=files, stats=StageStats(candidates=documents, documents_out=documents),
-                           summary=result, report=StageReport(tables={"domains": rows}))
+                           figures=EvalSuiteFigures(**result), report=StageReport(tables={"domains": rows}))
 
     return run_stage(recipe, spec, produce)
 

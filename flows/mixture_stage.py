@@ -3,6 +3,7 @@ card. Parents: the token shards and the documents they were made from (whose col
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 from functools import partial
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from configs.schema import Recipe
 from flows.reporting import StageReport
 from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
 from storage.manifest import Manifest, ShardEntry
+from storage.stage_figures import MixtureFigures
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tracking.charts import png_bytes
 from tasks.fan_out import in_background
@@ -34,7 +36,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
     def produce(stage: StageContext) -> StageOutput:
         # each token shard's manifest entry names the document shard it was made from
         token_shards = Manifest.load(tokens["manifest"]).shards
-        pairs = list(zip(stage_shard_urls(tokens), [entry.source for entry in token_shards]))
+        pairs = list(zip(stage_shard_urls(tokens), [_only_source(entry) for entry in token_shards]))
         # the chart is drawn on a worker (whose matplotlib the run's earlier charts have loaded; ~1 s in the flow
         # process) while the last passes write the draws; from the recorded result when the mixture resumes. The
         # last one drawn counts: a retried mix task plans, and so draws, again.
@@ -49,9 +51,6 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
                            documents_out=result["train_pieces"] + result["validation_documents"],
                            seconds=result["seconds"],
                            bytes_out=sum(shard["bytes"] for shard in result["shards"]))
-        stats.notes.update({"train_tokens": result["train_tokens"], "validation_tokens": result["validation_tokens"],
-                            "max_abs_weight_error_ppm": round(result["max_abs_weight_error"] * 1e6),
-                            "work_bytes": result["work_bytes"], "work_files": result["work_files"]})
         if not charts:
             draw_chart(result["sources"])
         chart = os.path.join(stage.report_dir, "weights.png")
@@ -59,8 +58,13 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         report = StageReport(markdown=card_markdown(result), tables={"mixture": result["sources"]}, files=[chart])
         shards = [ShardEntry(path=os.path.relpath(shard["path"], stage.stage_dir), bytes=shard["bytes"],
                              sha256=shard["sha256"], documents=shard["documents"]) for shard in result["shards"]]
-        summary = {key: result[key] for key in ("sources", "train_tokens", "train_pieces", "validation_tokens",
-                                                "validation_documents", "max_abs_weight_error")}
-        return StageOutput(shards=shards, stats=stats, report=report, summary=summary)
+        figures = MixtureFigures(**{field.name: result[field.name] for field in fields(MixtureFigures)})
+        return StageOutput(shards=shards, stats=stats, report=report, figures=figures)
 
     return run_stage(recipe, spec, produce)
+
+
+def _only_source(entry: ShardEntry) -> str:
+    """The document shard a token shard was made from (tokenization makes one token shard of each)."""
+    (source,) = entry.sources
+    return source

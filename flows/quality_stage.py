@@ -21,6 +21,7 @@ from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_figures import QualityFilterFigures, QualityModelsFigures
 from storage.stage_result import (StageResult, parent_of, stage_file, stage_folder, stage_shard_bytes,
                                   stage_shard_urls)
 from tasks.quality.apply import FilterJob, merge_examples
@@ -95,12 +96,12 @@ def quality_models_stage_flow(recipe: Recipe, raw_documents: StageResult) -> Sta
                              sha256=sha256_file(os.path.join(models_dir, name)), documents=0) for name in files]
         stats = StageStats(seconds=sum(row["seconds"] for row in kenlm_results)
                            + (classifier_result["seconds"] if classifier_result else 0.0))
-        summary = {"kenlm_languages": [row["lang"] for row in kenlm_results],
-                   "classifier": {key: classifier_result[key] for key in ("heldout", "external")}
-                   if classifier_result else None}
+        figures = QualityModelsFigures(
+            kenlm_languages=[row["lang"] for row in kenlm_results],
+            classifier={key: classifier_result[key] for key in ("heldout", "external")} if classifier_result else None)
         return StageOutput(shards=shards, stats=stats, report=models_report(kenlm_results, classifier_result,
                                                                             stage.report_dir),
-                           summary=summary)
+                           figures=figures)
 
     return run_stage(recipe, spec, produce)
 
@@ -159,8 +160,9 @@ def quality_filter_stage_flow(recipe: Recipe, scores: StageResult) -> StageResul
                      for result in results]
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results], stats=stats,
                            task_results=task_rows, report=report,
-                           summary={"funnel": funnel, "kenlm_bucket_edges": cutoffs["kenlm_bucket_edges"],
-                                    "classifier_min_hq_prob": cutoffs["classifier_min_hq_prob"]})
+                           figures=QualityFilterFigures(funnel=funnel,
+                                                        kenlm_bucket_edges=cutoffs["kenlm_bucket_edges"],
+                                                        classifier_min_hq_prob=cutoffs["classifier_min_hq_prob"]))
 
     return run_stage(recipe, spec, produce)
 

@@ -10,6 +10,7 @@ from prefect.artifacts import create_image_artifact, create_markdown_artifact, c
 from configs.schema import Recipe
 from flows.tracking_run import activate_pending_run
 from storage.manifest import Manifest
+from storage.stage_figures import FIGURES_KEY
 from storage.stage_result import StageResult, stage_result
 from tracking.store import artifact_url
 
@@ -103,7 +104,7 @@ def artifact_key(name: str) -> str:
 def _shard_row(shard: dict) -> dict:
     top = sorted(shard["drops"].items(), key=lambda item: -item[1])[:TOP_REASONS]
     return {
-        "input": shard["input"].rsplit("/", 1)[-1],
+        "input": ", ".join(url.rsplit("/", 1)[-1] for url in shard["inputs"]),
         **({"records": shard["records_read"]} if shard["records_read"] else {}),
         "candidates": shard["candidates"],
         "kept": shard["documents_out"],
@@ -142,8 +143,11 @@ def _summary_markdown(stage: str, manifest: Manifest, manifest_url: str, cached:
 
 
 def stage_metrics(stage: str, stats: dict) -> dict[str, float]:
-    """Numbers of a stage's stats as MLflow metrics: `<stage>.documents_out`, `<stage>.drop.non_html`, ..."""
+    """Numbers of a stage's stats as MLflow metrics: `<stage>.documents_out`, `<stage>.drop.non_html`, and its
+    figures' numbers: `<stage>.figure.vocab_size`, ..."""
     metrics = {f"{stage}.{key}": float(value) for key, value in stats.items() if isinstance(value, (int, float))}
+    metrics.update({f"{stage}.figure.{key}": float(value) for key, value in stats.get(FIGURES_KEY, {}).items()
+                    if isinstance(value, (int, float)) and not isinstance(value, bool)})
     for group in ("drops", "problems"):
         metrics.update({f"{stage}.{group[:-1]}.{reason}": float(count)
                         for reason, count in stats.get(group, {}).items()})

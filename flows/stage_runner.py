@@ -23,6 +23,7 @@ from flows.step_progress import StepProgress
 from flows.ui_writes import ui_writes_sent
 from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
+from storage.stage_figures import FIGURES_KEY, StageFigures
 from storage.stage_result import StageResult
 from storage.stage_store import StageStore, stage_fingerprint
 from tasks.fan_out import calls_on, completed
@@ -59,7 +60,7 @@ class StageOutput:
     stats: StageStats
     task_results: list[dict] = field(default_factory=list)   # one row each in the per-shard table artifact
     report: StageReport = field(default_factory=StageReport)
-    summary: dict = field(default_factory=dict)    # stage-specific figures kept in the manifest's stats
+    figures: StageFigures | None = None            # the stage's own figures (storage.stage_figures)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     manifest = Manifest(
         stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
         parents=spec.parents, shards=output.shards,
-        stats=stats | ({"summary": output.summary} if output.summary else {}) | {"wall_seconds": wall,
+        stats=stats | ({FIGURES_KEY: output.figures.to_dict()} if output.figures else {}) | {"wall_seconds": wall,
                        "docs_per_second_wall": round(output.stats.candidates / wall, 2) if wall else 0.0},
     )
     if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)

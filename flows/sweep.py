@@ -27,6 +27,7 @@ from flows.heartbeats import subflows_without_heartbeats
 from flows.scaling_fit import RUN_KIND, can_fit, point_role, scaling_fit_flow
 from flows.training_flow import training_flow
 from flows.training_inputs import mixture_dataset, train_on_mixture
+from storage.stage_figures import TokenizerFigures
 from storage.fs import local_path
 from tasks.mixture.placement import covering_budget
 from tasks.resumable import run_once
@@ -64,7 +65,7 @@ def _sweep(sweep: SweepConfig) -> dict:
     with mlflow.start_run(run_id=parent_id):
         runs = [_train(sweep, index, point, data, tracking, parent_id) for index, point in enumerate(points)]
     if any(point.model.parametrization == "mup" for point in points):
-        _log_coordinate_check(points, data["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"], parent_id)
+        _log_coordinate_check(points, TokenizerFigures.of(data["stages"]["tokenizer"]).vocab_size, parent_id)
     fit = scaling_fit_flow(parent_id, tracking, resamples=sweep.fit_resamples) if can_fit(runs) else None
     run = mlflow.get_run(parent_id)
     return {"sweep": sweep.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
@@ -115,7 +116,7 @@ def _train(sweep: SweepConfig, index: int, point: TrainingConfig, data: dict, tr
     logger = get_run_logger()
     stages = data["stages"]
     figures = plan(point.model_copy(update={"model": point.model.model_copy(
-        update={"vocab_size": stages["tokenizer"]["stats"]["notes"]["vocab_size"]})}))
+        update={"vocab_size": TokenizerFigures.of(stages["tokenizer"]).vocab_size})}))
     shape = {"n_params": figures["parameters"], "tokens": figures["tokens"], "lr": point.optimizer.lr}
     name = (f"{sweep.name}-{figures['parameters'] / 1e6:.2f}M-{figures['tokens']}tok"
             + (f"-lr{point.optimizer.lr:g}" if sweep.learning_rates else ""))

@@ -13,6 +13,7 @@ from flows.reporting import StageReport
 from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
                                 summed_stats)
 from storage.manifest import ShardEntry, sha256_file
+from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, parent_of, stage_file, stage_shard_bytes, stage_shard_urls
 from tasks.fan_out import call
 from tasks.stats import StageStats
@@ -33,14 +34,14 @@ def tokenizer_stage_flow(recipe: Recipe, documents: StageResult) -> StageResult:
         (result,) = map_tasks(call, [partial(train_tokenizer_task, shard_urls, model_url, config)], "train tokenizer")
         stats = StageStats(candidates=result["train_documents"], documents_out=result["train_documents"],
                            bytes_out=os.path.getsize(model_url), seconds=result["seconds"])
-        stats.notes.update({"vocab_size": result["vocab_size"], "train_lines": result["train_lines"],
-                            "heldout_documents": result["heldout_documents"]})
+        figures = TokenizerFigures(vocab_size=result["vocab_size"], train_lines=result["train_lines"],
+                                   heldout_documents=result["heldout_documents"],
+                                   heldout_bytes_per_token=heldout_bytes_per_token(result["heldout"]))
         report = StageReport(markdown=_heldout_markdown(result), tables={"held-out": result["heldout"]},
                              files=[model_url])
-        bytes_per_token = heldout_bytes_per_token(result["heldout"])
         return StageOutput(shards=[ShardEntry(path=MODEL_FILE, bytes=stats.bytes_out, sha256=sha256_file(model_url),
                                               documents=result["train_documents"])],
-                           stats=stats, report=report, summary={"heldout_bytes_per_token": bytes_per_token})
+                           stats=stats, report=report, figures=figures)
 
     return run_stage(recipe, spec, produce)
 

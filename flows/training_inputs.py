@@ -11,6 +11,7 @@ import os
 from configs.schema import Recipe
 from configs.training import TrainingConfig
 from storage.code_version import code_version
+from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, stage_file, stage_shard_urls
 from tasks.mixture.splits import TRAIN_SPLIT, VALIDATION_SPLIT, split_bases
 from tasks.tokenize.train import MODEL_FILE
@@ -44,9 +45,9 @@ def train_on_mixture(spec: TrainingConfig, name: str, store: str, experiment: st
     `<store>/train/<run key>-<trainer code version>`: the same run by the same code finds its checkpoints again,
     and after an edit to the trainer's code the run trains anew."""
     bases = [url.removesuffix(".bin") for url in stage_shard_urls(mixture)]
+    figures = TokenizerFigures.of(tokenizer)
     return train_on_shards(spec, name, run_folder(store, spec, tokenizer, mixture), bases,
-                           stage_file(tokenizer, MODEL_FILE), tokenizer["stats"]["notes"]["vocab_size"],
-                           tokenizer["stats"].get("summary", {}).get("heldout_bytes_per_token"),
+                           stage_file(tokenizer, MODEL_FILE), figures.vocab_size, figures.heldout_bytes_per_token,
                            experiment, tracking_uri,
                            tags | {"sluice.mixture_manifest": mixture["manifest"],
                                    "sluice.mixture_digest": mixture["digest"],

@@ -35,7 +35,7 @@ class ShardEntry:
     bytes: int
     sha256: str
     documents: int
-    source: str = ""     # the input this shard was made from
+    sources: list[str] = field(default_factory=list)     # the inputs this shard was made from
 
 
 @dataclass

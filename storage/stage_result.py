@@ -17,7 +17,7 @@ class StageResult(TypedDict):
     manifest: str      # URL of the stage's manifest.json; the stage's folder is its parent
     digest: str        # the manifest's content digest: what downstream fingerprints depend on
     cached: bool       # found in the store rather than computed by this call
-    stats: dict        # the manifest's stats (StageStats.to_dict() plus `summary`, `wall_seconds`)
+    stats: dict        # the manifest's stats (StageStats.to_dict() plus `figures`, `wall_seconds`)
 
 
 def stage_result(manifest: Manifest, manifest_url: str, cached: bool) -> StageResult:

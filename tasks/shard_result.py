@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from storage.manifest import ShardEntry
 from tasks.stats import StageStats
 
-LOCATION_KEYS = ("input", "output", "output_bytes", "output_sha256")
+LOCATION_KEYS = ("inputs", "output", "output_bytes", "output_sha256")
 
 
 @dataclass(frozen=True)
 class ShardResult:
-    input: str            # the shard it read
+    inputs: tuple[str, ...]   # the shards it read (the quality filter merges runs of small ones)
     output: str           # the file (or token shard base) it wrote
     output_bytes: int
     output_sha256: str
@@ -26,8 +26,9 @@ class ShardResult:
 
     @classmethod
     def from_dict(cls, raw: dict) -> "ShardResult":
-        return cls(**{key: raw[key] for key in LOCATION_KEYS}, stats=StageStats.from_dict(raw))
+        return cls(**{key: raw[key] for key in LOCATION_KEYS} | {"inputs": tuple(raw["inputs"])},
+                   stats=StageStats.from_dict(raw))
 
     def manifest_entry(self, stage_dir: str) -> ShardEntry:
         return ShardEntry(path=os.path.relpath(self.output, stage_dir), bytes=self.output_bytes,
-                          sha256=self.output_sha256, documents=self.stats.documents_out, source=self.input)
+                          sha256=self.output_sha256, documents=self.stats.documents_out, sources=list(self.inputs))

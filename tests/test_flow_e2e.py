@@ -11,6 +11,8 @@ import pytest
 
 from configs.schema import load_recipe, parse_recipe
 from storage.document_shard import read_documents
+from storage.stage_figures import (DedupFigures, MixtureFigures, QualityFilterFigures, QualityModelsFigures,
+                                   TokenizerFigures)
 
 pytestmark = pytest.mark.slow
 
@@ -130,8 +132,9 @@ def test_dedup_removes_the_labelled_duplicates(first_run, recipe, small_corpus):
     assert sum(table.num_rows for table in removed) == sum(stats["drops"].values())  # every drop is listed
     assert not (Path(dedup["manifest"]).parent / "work").exists()
     shuffles = ("keys", "urls", "docs", "bands")       # the features' shuffles alone: one file per shard and bucket
-    assert stats["notes"]["work_files"] > len(shuffles) * len(_documents(extract)) * recipe.dedup.buckets
-    assert stats["notes"]["work_bytes"] > 100 * stats["notes"]["work_files"]      # a parquet file is ~1 kB at least
+    figures = DedupFigures.of(dedup)
+    assert figures.work_files > len(shuffles) * len(_documents(extract)) * recipe.dedup.buckets
+    assert figures.work_bytes > 100 * figures.work_files      # a parquet file is ~1 kB at least
 
     mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
     run = mlflow.get_run(first_run["mlflow_run_id"])
@@ -145,7 +148,7 @@ def test_the_kept_documents_become_token_shards(first_run):
     from training.sequences import TokenSequences
 
     kept, tokenize = first_run["stages"]["quality_filter"], first_run["stages"]["tokenize"]
-    assert first_run["stages"]["tokenizer"]["stats"]["notes"]["vocab_size"] == 4000
+    assert TokenizerFigures.of(first_run["stages"]["tokenizer"]).vocab_size == 4000
     stage_dir = Path(tokenize["manifest"]).parent
     bases = [str(stage_dir / entry["path"]) for entry in json.loads(Path(tokenize["manifest"]).read_text())["shards"]]
     shards = [TokenShard(base) for base in bases]
@@ -159,9 +162,10 @@ def test_the_mixture_meets_its_weights_and_feeds_the_reader(first_run):
     from training.sequences import TokenSequences
 
     mixture = first_run["stages"]["mixture"]
-    assert mixture["stats"]["notes"]["max_abs_weight_error_ppm"] < 10_000       # within 1% of the weights
-    assert mixture["stats"]["notes"]["work_files"] > 0 and mixture["stats"]["notes"]["work_bytes"] > 0
-    sources = mixture["stats"]["summary"]["sources"]                              # recorded in the manifest
+    figures = MixtureFigures.of(mixture)                                        # recorded in the manifest
+    assert figures.max_abs_weight_error < 0.01                                  # within 1% of the weights
+    assert figures.work_files > 0 and figures.work_bytes > 0
+    sources = figures.sources
     assert {row["source"] for row in sources} == {"english", "german"} and all(row["epochs"] > 0 for row in sources)
     stage_dir = Path(mixture["manifest"]).parent
     entries = json.loads(Path(mixture["manifest"]).read_text())["shards"]
@@ -211,8 +215,8 @@ def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filt
     from flows.curation import curation_flow
 
     stages = first_run["stages"]
-    models = stages["quality_models"]["stats"]["summary"]
-    assert models["kenlm_languages"] == ["en"] and models["classifier"]["heldout"]["auc"] > 0.7
+    models = QualityModelsFigures.of(stages["quality_models"])
+    assert models.kenlm_languages == ["en"] and models.classifier["heldout"]["auc"] > 0.7
     scores = stages["quality_scores"]
     assert scores["stats"]["documents_out"] == stages["dedup"]["stats"]["documents_out"]
     assert scores["stats"]["notes"]["no_perplexity_model_de"] > 0      # counted, not a crash
@@ -223,7 +227,7 @@ def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filt
     kept = stages["quality_filter"]
     families = {reason.split("/")[0] for reason in kept["stats"]["drops"]}
     assert {"gopher_quality", "kenlm"} <= families
-    funnel = kept["stats"]["summary"]["funnel"]
+    funnel = QualityFilterFigures.of(kept).funnel
     assert funnel[0]["documents"] == scores["stats"]["documents_out"] and funnel[-1]["documents"] == \
         kept["stats"]["documents_out"]
     assert any(Path(kept["manifest"]).parent.glob("report/quality_histograms.png"))

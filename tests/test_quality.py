@@ -283,7 +283,7 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
     # A run of shards filtered into one output shard keeps what the shards kept one by one, in shard order.
     run = FilterJob(tuple(scored), str(tmp_path / "kept-run.parquet"), str(tmp_path / "removed-run.parquet"))
     merged = filter_shard(run, QualityFilterConfig(), cutoffs, PiiConfig(enabled=False))
-    assert merged["notes"]["input_shards"] == len(scored)
+    assert list(merged["inputs"]) == [str(url) for url in scored]
     assert read_documents(str(tmp_path / "kept-run.parquet")).column("id").to_pylist() == [
         doc_id for index in range(len(scored))
         for doc_id in read_documents(str(tmp_path / f"kept{index}.parquet")).column("id").to_pylist()]

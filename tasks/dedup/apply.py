@@ -83,7 +83,7 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
                                      schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
+    return ShardResult((job.input_url,), job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 def _repeated_keys(work: str, config: DedupConfig) -> frozenset[int]:

@@ -41,7 +41,7 @@ class DedupSteps:
     applied: list[dict]        # per input shard: its output shard's result (tasks.shard_result)
 
     def figures(self) -> dict[str, int]:
-        """What the steps found, summed over their calls (the stage's notes)."""
+        """What the steps found, summed over their calls (storage.stage_figures.DedupFigures, less the work files)."""
         return {
             "documents_without_shingles": sum(result["without_shingles"] for result in self.features),
             "exact_edges": sum(result["exact_edges"] for result in self.edges),

@@ -49,4 +49,4 @@ def decontaminate_shard(job: DecontaminateJob) -> dict:
     write_table(pa.Table.from_pylist(removed, schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
+    return ShardResult((job.input_url,), job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()

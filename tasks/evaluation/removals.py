@@ -2,6 +2,8 @@
 tokenized: its tokens are estimated at the bytes per token of what the variant kept, under the shared tokenizer."""
 from __future__ import annotations
 
+from storage.stage_figures import MixtureFigures
+
 REMOVING_STAGES = ("dedup", "quality_filter", "decontaminate")
 
 
@@ -28,8 +30,8 @@ def variant_removals(tokens: int, variants: dict[str, dict]) -> dict[str, dict]:
         bytes_per_token = removed_text_bytes_per_token(stages["tokenize"]["stats"])
         removed = {stage: reason_removals(stages[stage]["stats"], bytes_per_token)
                    for stage in REMOVING_STAGES if stage in stages}
-        mixture = next(iter(variant["mixtures"].values()))["stats"]["summary"]
-        available = sum(source["tokens_available"] for source in mixture["sources"])
+        mixture = MixtureFigures.of(next(iter(variant["mixtures"].values())))
+        available = sum(source["tokens_available"] for source in mixture.sources)
         rows[name] = {"documents_in": stages["extract"]["stats"]["documents_out"],
                       "documents_out": stages["decontaminate"]["stats"]["documents_out"],
                       "removed": removed, "unique_train_tokens": available,

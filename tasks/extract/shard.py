@@ -108,7 +108,7 @@ def _extract(job: ShardJob, config: ExtractConfig, log: logging.Logger | logging
     in_fs, in_path = fsspec.core.url_to_fs(job.input_url, **dict(job.storage_options))
     stats.bytes_in = int(in_fs.size(in_path))
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
+    return ShardResult((job.input_url,), job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 @dataclass(slots=True)

@@ -66,11 +66,10 @@ def filter_shard(job: FilterJob, config: QualityFilterConfig, cutoffs: dict, pii
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
                                      schema=REMOVED_SCHEMA), job.removed_url)
     stats.documents_out = output.num_rows
-    stats.notes["input_shards"] = len(job.input_urls)
     stats.notes["tokens_in"] = sum(table.column("word_tokens").to_pylist())
     stats.notes["tokens_out"] = sum(output.column("word_tokens").to_pylist())
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_urls[0], job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
+    return ShardResult(job.input_urls, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict(
         funnel={family: dict(counts) for family, counts in funnel.items()}, examples=examples)
 
 

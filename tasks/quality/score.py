@@ -50,7 +50,7 @@ def score_shard(job: ScoreJob, config: QualityConfig, bad_words_dir: str) -> dic
     shard_sketch(table).save(job.output_url + SKETCH_SUFFIX)    # for the filter's corpus-level cut points
     stats.bytes_out = stats.bytes_in
     stats.seconds = time.perf_counter() - started
-    return ShardResult(job.input_url, job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
+    return ShardResult((job.input_url,), job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()
 
 
 def _perplexity(text: str, lang: str | None, models: QualityModels, stats: StageStats) -> float | None:

@@ -37,6 +37,6 @@ def tokenize_shard(job: TokenizeJob) -> dict:
                        bytes_out=os.path.getsize(bin_path) + os.path.getsize(idx_path),
                        seconds=time.perf_counter() - started)
     stats.notes["tokens"] = tokens
-    return ShardResult(job.input_url, job.output_base, stats.bytes_out, token_shard_sha256(job.output_base),
+    return ShardResult((job.input_url,), job.output_base, stats.bytes_out, token_shard_sha256(job.output_base),
                        stats).to_dict()
 
