@@ -128,7 +128,9 @@ class ClassifierConfig(StrictModel):
     enabled: bool = True
     # Encyclopedic and formal prose. Gutenberg fiction and Shakespeare are left out on purpose: with them the
     # classifier learns "old literary style" and ranks informal web text (film scripts, chat) above an
-    # encyclopedia entry (benchmarks/results/quality.json, README).
+    # encyclopedia entry: AUC 0.31 on the quality_labelled text with them (`git show
+    # 76e054c^:benchmarks/results/quality.json`, 2026-11-23 03:59, `classifier_quality_labelled.auc`), 0.98 without
+    # (benchmarks/results/quality.json, 2026-11-24 23:13).
     positives: list[str] = Field(default_factory=lambda: ["{data_dir}/reference/wikitext-2",
                                                           "{data_dir}/reference/speeches_nltk"])
     positive_chunk_chars: int = Field(2000, ge=100, description="reference text is cut into examples this long")

@@ -1,8 +1,9 @@
 """Prefect API writes that only feed the UI, such as a step's progress bar, sent by one background thread in the
 order they were made, so that a step does not wait on the API for them: a progress artifact's creation and last
-update took 35-60 ms of each dedup step's wall on 2 busy cores (benchmarks/README). Each write runs in the Prefect
-context it was made in (its task run, its API). `ui_writes_sent()` waits for them: the stage runner calls it before
-a stage returns, so that no write outlives the run or the server it was meant for."""
+update took 35-60 ms of each dedup step's wall on 2 busy cores (a one-off timing, in commit 4c7f5ce's message; no
+results file holds it). Each write runs in the Prefect context it was made in (its task run, its API).
+`ui_writes_sent()` waits for them: the stage runner calls it before a stage returns, so that no write outlives the
+run or the server it was meant for."""
 from __future__ import annotations
 
 import contextvars
