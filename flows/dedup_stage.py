@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import time
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 
 from configs.schema import Recipe
 from flows.dedup_report import cluster_sizes_chart, dedup_report, s_curve_chart
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, one_call, run_stage, shard_entry,
+                                stage_logger, summed_stats)
 from storage.fs import remove_folder
 from storage.stage_figures import DedupFigures
 from storage.stage_result import StageResult, parent_of, stage_shard_bytes, stage_shard_urls
@@ -31,7 +32,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
 
     def produce(stage: StageContext) -> StageOutput:
         shard_urls = stage_shard_urls(parent)
-        get_run_logger().info("dedup: %d document shards, %d buckets -> %s", len(shard_urls), config.buckets,
+        stage_logger().info("dedup: %d document shards, %d buckets -> %s", len(shard_urls), config.buckets,
                               stage.stage_dir)
         steps: list[dict] = []
         charts = s_curve_chart(config)
@@ -41,7 +42,7 @@ def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
             process (its passes fan out to the cluster themselves)."""
             started, seconds_before = time.perf_counter(), call_seconds()
             if function is clusters_call:
-                results = [clusters_task(job, **arguments) for job in jobs]
+                results = [one_call(clusters_task, job, **arguments) for job in jobs]
             else:
                 results = map_tasks(function, jobs, f"dedup {name}", job_sizes=sizes, **arguments)
             steps.append({"step": name, "tasks": len(results), "wall_seconds": round(time.perf_counter() - started, 3),

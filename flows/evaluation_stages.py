@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 
 from configs.evaluation import EvalSuiteConfig
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, one_call, run_stage, shard_entry,
+                                stage_logger, summed_stats)
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
@@ -50,7 +51,7 @@ def eval_suite_stage_flow(recipe: Recipe, config: EvalSuiteConfig) -> StageResul
                      code_root=__name__)
 
     def produce(stage: StageContext) -> StageOutput:
-        result = build_suite_task.submit(config, stage.stage_dir, lid_model).result()
+        result = one_call(build_suite_task, config, stage.stage_dir, lid_model, on_cluster=True)
         files = [ShardEntry(path=name, bytes=os.path.getsize(stage.path(name)), sha256=sha256_file(stage.path(name)),
                             documents=sum(d["documents"] for d in result["domains"].values()) if name == SUITE_FILE
                             else 0) for name in (SUITE_FILE, NGRAMS_FILE)]
@@ -73,7 +74,7 @@ def decontaminate_stage_flow(recipe: Recipe, documents: StageResult, suite: Stag
         jobs = [DecontaminateJob(url, stage.path("shards", os.path.basename(url)),
                                  stage.path("removed", os.path.basename(url)), ngrams)
                 for url in stage_shard_urls(documents)]
-        get_run_logger().info("decontaminate: %d shards -> %s", len(jobs), stage.stage_dir)
+        stage_logger().info("decontaminate: %d shards -> %s", len(jobs), stage.stage_dir)
         results = map_tasks(decontaminate_shard_task, jobs, "decontaminate")
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
                            stats=summed_stats(results), task_results=results)

@@ -4,10 +4,11 @@ from __future__ import annotations
 import hashlib
 import os
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from configs.schema import ExtractConfig, Recipe
-from flows.stage_runner import StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, summed_stats
+from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_tasks, run_stage, shard_entry, stage_logger,
+                                summed_stats)
 from storage.crawl_listing import input_urls
 from storage.fs import WARC_SUFFIXES, file_fingerprint, local_path
 from storage.locations import expand_data_dir
@@ -38,7 +39,7 @@ def extract_stage_flow(recipe: Recipe) -> StageResult:
         jobs = [ShardJob(url, stage.path("shards", f"{_shard_name(url)}.parquet"), recipe.input.source, lid_model,
                          tuple(sorted(recipe.input.storage_options.items())))
                 for url in inputs]
-        get_run_logger().info("extract: %d input files -> %s", len(jobs), stage.stage_dir)
+        stage_logger().info("extract: %d input files -> %s", len(jobs), stage.stage_dir)
         results = map_tasks(extract_shard_task, jobs, "extract",
                             job_sizes=[identity["size"] for identity in input_identities], config=extract_config)
         return StageOutput(shards=[shard_entry(stage.stage_dir, shard) for shard in results],

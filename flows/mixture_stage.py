@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from configs.schema import Recipe
 from flows.reporting import StageReport
-from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
+from flows.stage_runner import StageContext, StageOutput, StageSpec, one_call, run_stage
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_figures import MixtureFigures
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
@@ -45,7 +45,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         def draw_chart(sources: list[dict]):
             charts.append(in_background(partial(png_bytes, weights_png, sources)))
 
-        result = mix_task(pairs, stage.stage_dir, vocab_size, config, planned=draw_chart)   # passes fan out
+        result = one_call(mix_task, pairs, stage.stage_dir, vocab_size, config, planned=draw_chart)   # passes fan out
         # candidates: every document the passes read, drawn or not (the work grows with them, not the budget)
         stats = StageStats(candidates=sum(entry.documents for entry in token_shards),
                            documents_out=result["train_pieces"] + result["validation_documents"],

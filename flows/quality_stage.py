@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from configs.quality import QualityConfig
 from configs.schema import Recipe
 from flows.quality_report import filter_report, histograms_chart, models_report
 from flows.stage_runner import (StageContext, StageOutput, StageSpec, map_groups, map_tasks, run_stage, shard_entry,
-                                summed_stats)
+                                stage_logger, summed_stats)
 from storage.fs import file_fingerprint, local_path
 from storage.locations import expand_data_dir
 from storage.manifest import ShardEntry, sha256_file
@@ -119,7 +119,7 @@ def quality_scores_stage_flow(recipe: Recipe, documents: StageResult, models: St
         models_dir = stage_folder(models)
         jobs = [ScoreJob(url, stage.path("shards", os.path.basename(url)), models_dir)
                 for url in stage_shard_urls(documents)]
-        get_run_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
+        stage_logger().info("quality scores: %d shards -> %s", len(jobs), stage.stage_dir)
         sketch = Sketch()       # the shards' sketches added up as their calls finish, for the filter's summary
         results = map_tasks(score_shard_task, jobs, "quality scores", job_sizes=stage_shard_bytes(documents),
                             on_result=lambda result: sketch.add(Sketch.load(result["output"] + SKETCH_SUFFIX)),

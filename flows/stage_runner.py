@@ -4,17 +4,24 @@ published last, report to MLflow and Prefect.
 A stage declares what its output depends on (a `StageSpec`) and a `produce` function that does the work in
 `stage_dir` (usually by mapping a function over shards or buckets with `map_tasks`) and returns a
 `StageOutput`. Everything else, including the cache hit that skips the stage, happens here.
+
+Outside a Prefect flow run the same stage runs in this process, without Prefect: a stage flow's `.fn`
+(`extract_stage_flow.fn(recipe)`) calls its steps one after another here, logs to the `sluice.stages` logger and
+publishes the same manifest, with the same fingerprint and the same bytes, but reports to neither MLflow nor
+Prefect (tests/test_flow_e2e.py compares the two).
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Callable, Sequence
 
-from prefect import get_run_logger, task
+from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 
 from configs.schema import Recipe
 from flows.dask_calls import DaskCalls
@@ -24,7 +31,7 @@ from flows.ui_writes import ui_writes_sent
 from storage.code_version import code_version
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_figures import FIGURES_KEY, StageFigures
-from storage.stage_result import StageResult
+from storage.stage_result import StageResult, stage_result
 from storage.stage_store import StageStore, stage_fingerprint
 from tasks.fan_out import calls_on, completed
 from tasks.grouping import byte_groups
@@ -84,14 +91,17 @@ def _report_dir(stage_dir: str) -> str:
 
 def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext], StageOutput]) -> StageResult:
     """Run a stage unless the store already holds its output; returns the stage summary (see reporting)."""
-    logger = get_run_logger()
+    logger = stage_logger()
     store = StageStore(recipe.store)
     fingerprint = spec.fingerprint
     cached = store.find(spec.name, fingerprint)
     if cached is not None:
         logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name,
                     store.stage_dir(spec.name, fingerprint), fingerprint)
-        return publish_stage_report(recipe, cached, store.manifest_url(spec.name, fingerprint), [], cached=True,
+        manifest_url = store.manifest_url(spec.name, fingerprint)
+        if not in_a_flow():
+            return stage_result(cached, manifest_url, cached=True)
+        return publish_stage_report(recipe, cached, manifest_url, [], cached=True,
                                     report=StageReport.load(_report_dir(store.stage_dir(spec.name, fingerprint))))
 
     context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
@@ -120,8 +130,28 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)
         output.report.save(_report_dir(context.stage_dir))
     manifest_url = store.publish(manifest)
+    if not in_a_flow():
+        return stage_result(manifest, manifest_url, cached=False)
     return publish_stage_report(recipe, manifest, manifest_url, output.task_results, cached=False,
                                 report=output.report)
+
+
+def in_a_flow() -> bool:
+    """Whether this runs inside a Prefect flow run (else the stage runs in this process, without Prefect)."""
+    return FlowRunContext.get() is not None
+
+
+def stage_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The flow run's logger (its lines reach the Prefect UI), or the `sluice.stages` logger outside a flow."""
+    return get_run_logger() if in_a_flow() else logging.getLogger("sluice.stages")
+
+
+def one_call(prefect_task: Task, *args, on_cluster: bool = False, **kwargs):
+    """A stage's single call: a Prefect task run (retried as the task says), in this process or, `on_cluster`, on
+    the flow's task runner; outside a flow, the plain function in this process."""
+    if not in_a_flow():
+        return prefect_task.fn(*args, **kwargs)
+    return prefect_task.submit(*args, **kwargs).result() if on_cluster else prefect_task(*args, **kwargs)
 
 
 def task_slots() -> int | None:
@@ -144,15 +174,16 @@ def map_tasks(function: Callable[..., dict], jobs: Sequence, label: str, job_siz
     largest jobs start first, so the workers finish together. `on_result` is called in this process with each
     result as it comes, while the other calls still run.
     """
-    return _step.with_options(task_run_name=label)(function, list(jobs), label, arguments,
-                                                   list(job_sizes) if job_sizes is not None else None, on_result)
+    step = _step.with_options(task_run_name=label) if in_a_flow() else _step.fn
+    return step(function, list(jobs), label, arguments, list(job_sizes) if job_sizes is not None else None,
+                on_result)
 
 
 @task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)
 def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict,
           job_sizes: list[int] | None, on_result: Callable[[dict], None] | None) -> list[dict]:
-    logger = get_run_logger()
-    progress = StepProgress(label, len(jobs), logger)
+    logger = stage_logger()
+    progress = StepProgress(label, len(jobs), logger, ui=in_a_flow())
     results: list[dict | None] = [None] * len(jobs)
     for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
                                            start=1):
@@ -166,11 +197,12 @@ def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict
 
 
 def _dask_calls() -> DaskCalls | None:
-    """The Dask cluster of the flow's task runner, or None when the flow does not run on Dask."""
-    from prefect.context import FlowRunContext
+    """The Dask cluster of the flow's task runner, or None when the flow does not run on Dask (or outside a flow:
+    the calls run in this process)."""
     from prefect_dask import DaskTaskRunner
 
-    runner = FlowRunContext.get().task_runner
+    context = FlowRunContext.get()
+    runner = context.task_runner if context is not None else None
     return DaskCalls(runner.client) if isinstance(runner, DaskTaskRunner) else None
 
 

@@ -20,11 +20,12 @@ REPORT_AT_MOST_EVERY_SECONDS = 1.0  # the shortest, but for the last call's
 
 
 class StepProgress:
-    def __init__(self, label: str, total: int, logger: logging.Logger | logging.LoggerAdapter):
+    def __init__(self, label: str, total: int, logger: logging.Logger | logging.LoggerAdapter, ui: bool = True):
+        """`ui`: a progress artifact on the step's task run (False outside a Prefect flow)."""
         self.label, self.total, self.logger = label, total, logger
         self.console = Progress(label, total)
         self.artifact = send_later(lambda: create_progress_artifact(0.0, description=f"{label}: {total} calls")) \
-            if total else None
+            if total and ui else None
         self.reported_at, self.reported_tenth = time.monotonic(), 0
 
     def update(self, done: int) -> None:
@@ -36,4 +37,5 @@ class StepProgress:
         self.reported_at, self.reported_tenth = time.monotonic(), tenth
         self.logger.info("%s: %d/%d done", self.label, done, self.total)
         share = 100.0 * done / self.total
-        send_later(lambda: update_progress_artifact(self.artifact.result(), share))   # the creation is sent first
+        if self.artifact is not None:
+            send_later(lambda: update_progress_artifact(self.artifact.result(), share))   # the creation is sent first
