@@ -108,9 +108,7 @@ class Trainer:
         counter = self.counter
         counter.attempt += 1
         accumulation = self.ramp.accumulation(counter.tokens, self.total_tokens)
-        rate = learning_rate(schedule_position(counter.tokens, self.full_update_tokens), self.total_steps,
-                             self.config.optimizer) \
-            * lr_factor(accumulation, self.config.grad_accumulation, self.config.batch_ramp.lr_scaling)
+        rate = self.scheduled_rate(accumulation)
         set_learning_rate(self.optimizer, rate)
         loss, grad_norm = self.forward_backward(accumulation)
         self.check_finite(loss)
@@ -130,6 +128,14 @@ class Trainer:
                 "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
                 "mfu": round(self.flops_per_token * update_tokens / seconds / (peak * self.env.world_size), 4) if peak
                 else None, "peak_memory_gb": _peak_memory_gb(self.env.device)}
+
+    def scheduled_rate(self, accumulation: int) -> float:
+        """The schedule's learning rate for the next update, placed by the tokens trained on so far, and scaled as
+        the batch ramp says when its batch is smaller than the full one."""
+        config = self.config
+        position = schedule_position(self.counter.tokens, self.full_update_tokens)
+        return learning_rate(position, self.total_steps, config.optimizer) \
+            * lr_factor(accumulation, config.grad_accumulation, config.batch_ramp.lr_scaling)
 
     def forward_backward(self, accumulation: int) -> tuple[float, float]:
         """One update's gradients, accumulated over `accumulation` micro-batches and clipped: (mean cross-entropy
