@@ -91,7 +91,7 @@ def plain_tokens_per_s(shards: list[str], steps: int, warmup: int, threads: int,
     from training.optim import build_optimizer
     from training.plan import model_config
     from training.sequences import TokenSequences
-    from training.train import loss_function
+    from training.loss import loss_function
 
     torch.set_num_threads(threads)
     config = TrainingConfig.model_validate(training_config(shards, steps, accumulation))

@@ -101,19 +101,6 @@ class SpikeSpec(StrictModel):
     min_std: float = Field(0.05, ge=0, description="floor on the deviation, so a flat curve is not all spikes")
     min_history: int = Field(20, ge=2, description="no spike is called before this many accepted losses")
     max_consecutive: int = Field(3, ge=1, description="spikes in a row that trigger a rollback")
-    inject_bad_batches: list[int] = Field(default_factory=list, description=(
-        "drills and tests: these update attempts (counted from 1, never reset) get random targets"))
-
-
-class DrillSpec(StrictModel):
-    """Faults on purpose, for drills and the tests of `sluice doctor`; never for a real run."""
-    label_shift: bool = Field(False, description="train on targets = inputs: the off-by-one label bug")
-    slow_rank: int | None = Field(None, ge=0, description="this rank stalls before each update in `slow_steps`")
-    slow_seconds: float = Field(0.0, ge=0, description="how long the slow rank stalls")
-    slow_steps: list[int] = Field(default_factory=list, description="the updates (counted from 1) it stalls before")
-    resume_weights_from: int | None = Field(None, ge=1, description=(
-        "a resume takes the model and optimizer from the checkpoint of this step, the rest (data position, step "
-        "count) from the newest: a resume from a checkpoint of another step"))
 
 
 class BatchRampSpec(StrictModel):
@@ -167,7 +154,6 @@ class TrainingConfig(StrictModel):
     checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
     spikes: SpikeSpec = Field(default_factory=SpikeSpec)
-    drills: DrillSpec = Field(default_factory=DrillSpec)
     mlflow: TrainMlflowSpec = Field(default_factory=TrainMlflowSpec)
     log_every: int = Field(10, ge=1, description="steps between MLflow metric batches")
     timeout_s: float | None = Field(None, gt=0, description="the launcher kills every rank after this long")

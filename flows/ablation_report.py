@@ -39,19 +39,12 @@ def ablation_datasets(mixture: StageResult, suite: StageResult) -> list[RunDatas
 
 def training_runs(parent_id: str) -> dict[tuple[str, int], Run]:
     """(variant, seed) -> the ablation's run for it (`tracking.run_members`: a run another ablation trained counts
-    too). Runs nested before membership was tagged count by their own tags, the newest of a (variant, seed)."""
-    found: dict[tuple[str, int], Run] = {}
-    for run, role in sorted(members(parent_id, (RUN_KIND, _own_role)), key=lambda pair: pair[0].info.start_time):
-        found[(role["variant"], role["seed"])] = run
-    return found
+    too)."""
+    return {(role["variant"], role["seed"]): run for run, role in members(parent_id)}
 
 
 def run_role(variant: str, seed: int) -> dict:
     return {"variant": variant, "seed": seed}
-
-
-def _own_role(run: Run) -> dict:
-    return run_role(run.data.tags["sluice.variant"], int(run.data.tags["sluice.seed"]))
 
 
 def comparison(parent_id: str) -> dict:
@@ -73,9 +66,8 @@ def comparison(parent_id: str) -> dict:
                                if name == variant} for variant in variants}
     current = trainer_code_version()
     table["trainer_code"] = current
-    older = {(variant, seed): run.data.tags.get(TRAINER_CODE_TAG, "unknown")
-             for (variant, seed), run in sorted(finished.items())
-             if run.data.tags.get(TRAINER_CODE_TAG) != current}
+    older = {(variant, seed): run.data.tags[TRAINER_CODE_TAG] for (variant, seed), run in sorted(finished.items())
+             if run.data.tags[TRAINER_CODE_TAG] != current}
     table["older_code"] = {variant: {seed: code for (name, seed), code in older.items() if name == variant}
                            for variant in variants if any(name == variant for name, _ in older)}
     table["verdicts"] = {name: verdict(table, name) for name in variants if name != baseline}
@@ -95,10 +87,8 @@ def power_tags(power: Power) -> dict[str, str]:
 def parent_power(parent: Run) -> Power:
     """The test and power an ablation's verdicts use, as its parent run records them."""
     tags = parent.data.tags
-    default = Power()
-    return Power(alpha=float(tags.get("sluice.alpha", default.alpha)),
-                 power=float(tags.get("sluice.power", default.power)),
-                 seed_cap=int(tags.get("sluice.seed_cap", default.seed_cap)))
+    return Power(alpha=float(tags["sluice.alpha"]), power=float(tags["sluice.power"]),
+                 seed_cap=int(tags["sluice.seed_cap"]))
 
 
 def headline_figures(table: dict) -> dict[str, float]:
@@ -125,14 +115,12 @@ def comparison_text(table: dict) -> str:
 
 def histories(parent_id: str, metric: str = "macro") -> dict[str, dict[int, list[tuple[int, float]]]]:
     """variant -> seed -> [(training tokens, bpb of `metric`)] from the runs' metric histories (the tokens each step
-    had trained on as the trainer logged them: under a batch ramp the updates differ in size; a run that logged no
-    `tokens`, trained before ramps, had updates of one size)."""
+    had trained on as the trainer logged them: under a batch ramp the updates differ in size)."""
     client = mlflow.MlflowClient()
     curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
     for (variant, seed), run in training_runs(parent_id).items():
         tokens = {point.step: int(point.value) for point in client.get_metric_history(run.info.run_id, "tokens")}
-        per_update = int(run.data.tags["sluice.tokens_per_update"])
-        points = [(tokens.get(point.step, point.step * per_update), point.value)
+        points = [(tokens[point.step], point.value)
                   for point in client.get_metric_history(run.info.run_id, f"{SUITE_METRIC}{metric}")]
         curves.setdefault(variant, {})[seed] = sorted(points)
     return curves

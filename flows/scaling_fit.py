@@ -12,7 +12,6 @@ import tempfile
 import time
 
 import mlflow
-from mlflow.entities import Run
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_image_artifact, create_markdown_artifact
 
@@ -43,16 +42,11 @@ def point_role(n_params: int, tokens: int, lr: float, shape: dict | None = None)
     return {"n_params": n_params, "tokens": tokens, "lr": lr} | ({"shape": shape} if shape else {})
 
 
-def _own_role(run: Run) -> dict:
-    tags = run.data.tags
-    return point_role(int(tags["sluice.n_params"]), int(tags["sluice.tokens"]), float(tags["sluice.lr"]))
-
-
 def ladder_points(parent_run_id: str, metric: str = "val_loss") -> list[dict]:
     """The sweep's finished runs as (n_params, tokens, lr, loss, run_id); the best run of each (N, D). A run
     another sweep trained counts where this sweep joined it."""
     best: dict[tuple[int, int], dict] = {}
-    for run, _ in members(parent_run_id, (RUN_KIND, _own_role)):
+    for run, _ in members(parent_run_id):
         if run.info.status != "FINISHED" or metric not in run.data.metrics:
             continue
         point = {"n_params": int(run.data.tags["sluice.n_params"]), "tokens": int(run.data.tags["sluice.tokens"]),

@@ -34,16 +34,6 @@ def test_a_run_of_another_experiment_joins_and_a_retrained_role_replaces_the_old
     assert len(_roles(parent)) == 2
 
 
-def test_runs_nested_before_membership_count_by_their_own_tags(client):
-    experiment = _experiment(client, "old")
-    parent = client.create_run(experiment).info.run_id
-    nested = client.create_run(experiment, tags={"mlflow.parentRunId": parent, "sluice.kind": "ablation-run",
-                                                 "sluice.variant": "raw"}).info.run_id
-    client.create_run(experiment, tags={"mlflow.parentRunId": parent, "sluice.kind": "something-else"})
-    found = members(parent, ("ablation-run", lambda run: {"variant": run.data.tags["sluice.variant"]}))
-    assert [(run.info.run_id, role) for run, role in found] == [(nested, {"variant": "raw"})]
-
-
 def test_a_recorded_run_the_store_no_longer_has_is_a_clear_error(client):
     parent = client.create_run(_experiment(client, "x")).info.run_id
     with pytest.raises(RuntimeError, match="is not in the tracking store .* delete the training's result file"):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from training_drills import drill_env           # tests/training_drills.py (pytest puts tests/ on the path)
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,15 +29,16 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     return str(path)
 
 
-def _run_torchrun(config: str, *extra: str, hosted: bool = True) -> subprocess.CompletedProcess:
+def _run_torchrun(config: str, *extra: str, hosted: bool = True,
+                  drills: dict | None = None) -> subprocess.CompletedProcess:
     """torchrun as the training flow starts it: its MLflow run written from this process, or with `hosted=False`
-    from rank 0 itself, as a torchrun started by hand."""
+    from rank 0 itself, as a torchrun started by hand; `drills`: faults injected (tests/training_drills.py)."""
     from flows.torchrun import torchrun_command
     from tracking.mlflow_writer import WRITER_ENV, HostedWriter
 
     writer = HostedWriter() if hosted else None
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)} | (
-        {WRITER_ENV: writer.address} if writer else {})
+        {WRITER_ENV: writer.address} if writer else {}) | (drill_env(**drills) if drills else {})
     try:
         return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True,
                               text=True, timeout=600)
@@ -45,8 +47,8 @@ def _run_torchrun(config: str, *extra: str, hosted: bool = True) -> subprocess.C
             writer.close()
 
 
-def _torchrun(config: str, *extra: str, hosted: bool = True) -> list[dict]:
-    done = _run_torchrun(config, *extra, hosted=hosted)
+def _torchrun(config: str, *extra: str, hosted: bool = True, drills: dict | None = None) -> list[dict]:
+    done = _run_torchrun(config, *extra, hosted=hosted, drills=drills)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -187,10 +189,9 @@ def test_a_training_past_its_timeout_fails_saying_so_and_leaves_its_mlflow_run_f
 def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(byte_shards, tmp_path):
     config = _config(tmp_path, byte_shards, "spiky")
     raw = yaml.safe_load(Path(config).read_text())
-    raw.update(steps=16, spikes={"window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3,
-                                 "inject_bad_batches": [9, 13, 14, 15]})
+    raw.update(steps=16, spikes={"window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3})
     Path(config).write_text(yaml.safe_dump(raw))
-    records = _torchrun(config)
+    records = _torchrun(config, drills={"bad_batches": [9, 13, 14, 15]})
     skipped = [r["attempt"] for r in records if r.get("event") == "spike_skipped"]
     rollbacks = [(r["attempt"], r["step"]) for r in records if r.get("event") == "rollback"]
     assert skipped == [9, 13, 14, 15]                    # every injected batch caught, nothing else
@@ -283,16 +284,14 @@ def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_s
 
     from flows.doctor import doctor
 
-    shifted = _edit(_config(tmp_path, byte_shards, "shifted"), steps=40, optimizer__lr=1e-2,
-                    drills={"label_shift": True})
-    throttled = _edit(_config(tmp_path, byte_shards, "throttled"), steps=24,
-                      drills={"slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
+    shifted = _edit(_config(tmp_path, byte_shards, "shifted"), steps=40, optimizer__lr=1e-2)
+    throttled = _edit(_config(tmp_path, byte_shards, "throttled"), steps=24)
     client = mlflow.MlflowClient()
     # the store exists before the ranks start: creating it beside them halves their first steps' tokens/s, which
     # the doctor rightly reads as a throughput drop (seen with this test run alone)
     client.search_experiments()
-    for config in (shifted, throttled):
-        _torchrun(config)
+    _torchrun(shifted, drills={"label_shift": True})
+    _torchrun(throttled, drills={"slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
     experiment = client.get_experiment_by_name("train-test").experiment_id
     found = {}
     for name in ("shifted", "throttled"):
@@ -339,14 +338,14 @@ def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_
 
 def test_the_doctor_flags_a_resume_from_a_checkpoint_of_another_step(byte_shards, tmp_path):
     """Killed after step 10, resumed with the newest checkpoint's data position and step count but the weights
-    and optimizer of step 2 (`drills.resume_weights_from`): the loss jumps back, and the doctor says so."""
+    and optimizer of step 2 (the drill `resume_weights_from`): the loss jumps back, and the doctor says so."""
     import mlflow
 
     from flows.doctor import doctor
 
     config = _edit(_config(tmp_path, byte_shards, "misresumed"), steps=16, checkpoint__every=2)
     _torchrun(config, "--stop-after", "10")
-    resumed = _torchrun(_edit(config, drills={"resume_weights_from": 2}))
+    resumed = _torchrun(config, drills={"resume_weights_from": 2})
     assert [record["step"] for record in resumed if record.get("event") == "resumed"] == [10]
     client = mlflow.MlflowClient()
     (run,) = client.search_runs([client.get_experiment_by_name("train-test").experiment_id],

@@ -11,7 +11,6 @@ replaces the old run in the comparison instead of sitting beside it.
 from __future__ import annotations
 
 import json
-from typing import Callable
 
 import mlflow
 from mlflow.entities import Run
@@ -35,16 +34,10 @@ def join(parent_id: str, run_id: str, role: dict) -> None:
     client.set_tag(run_id, MEMBER_TAG + parent_id, value)
 
 
-def members(parent_id: str, legacy: tuple[str, Callable[[Run], dict]] | None = None) -> list[tuple[Run, dict]]:
-    """(run, role) for every run of the parent, in any experiment. `legacy`: (kind, role of a run) for a parent
-    whose runs predate membership tags: its nested runs of that `sluice.kind`."""
+def members(parent_id: str) -> list[tuple[Run, dict]]:
+    """(run, role) for every run of the parent, in any experiment."""
     client = mlflow.MlflowClient()
     experiments = [experiment.experiment_id for experiment in mlflow.search_experiments()]   # all pages
     key = MEMBER_TAG + parent_id
     runs = client.search_runs(experiments, filter_string=f"tags.`{key}` LIKE '%'", max_results=10_000)
-    if runs or legacy is None:
-        return [(run, json.loads(run.data.tags[key])) for run in runs]
-    kind, role = legacy
-    nested = client.search_runs(experiments, filter_string=(
-        f"tags.`mlflow.parentRunId` = '{parent_id}' and tags.`sluice.kind` = '{kind}'"), max_results=10_000)
-    return [(run, role(run)) for run in nested]
+    return [(run, json.loads(run.data.tags[key])) for run in runs]

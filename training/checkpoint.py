@@ -11,15 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import fields
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
-from training.model import ModelConfig
 
 COMPLETE = "complete"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
@@ -86,13 +83,11 @@ def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
 def _check_same_model(folder: str, model_config: dict) -> None:
     try:
         with open(os.path.join(folder, COMPLETE)) as handle:
-            saved = json.load(handle).get("model")
-    except (OSError, ValueError) as error:
+            saved = json.load(handle)["model"]
+    except (OSError, ValueError, KeyError) as error:
         raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker cannot be read ({error})") from error
-    if saved is not None:               # fields added since it was saved take their defaults
-        saved = {field.name: field.default for field in fields(ModelConfig)} | saved
     if saved != model_config:
-        differing = sorted(key for key in model_config if (saved or {}).get(key) != model_config[key])
+        differing = sorted(key for key in model_config if saved.get(key) != model_config[key])
         raise CheckpointError(f"checkpoint {folder} is of another model (differs in {', '.join(differing)}: "
-                              f"saved {({k: (saved or {}).get(k) for k in differing})}, configured "
+                              f"saved {({k: saved.get(k) for k in differing})}, configured "
                               f"{({k: model_config[k] for k in differing})}); use a new checkpoint.dir for a new model")

@@ -8,7 +8,7 @@ from typing import Protocol
 import torch.distributed as dist
 
 from configs.training import CheckpointSpec
-from training.checkpoint import checkpoint_folder, latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 
 
 class Stateful(Protocol):
@@ -20,7 +20,7 @@ class Stateful(Protocol):
 class UpdateCounter:
     """Optimizer steps taken, tokens trained on, and update attempts made (a skipped spike is an attempt but not a
     step). The step is the checkpoint's own; a rollback rewinds the step and the tokens, while the attempts count on
-    (across resumes too) so a drill's attempt numbers stay valid."""
+    (across resumes too), so an attempt number names one update attempt of the whole run."""
 
     def __init__(self):
         self.step = self.attempt = self.tokens = 0
@@ -33,15 +33,14 @@ class UpdateCounter:
         self.rewind(state)
 
     def rewind(self, state: dict) -> None:
-        self.tokens = state.get("tokens")       # None in a checkpoint written before batch ramps: see the trainer
+        self.tokens = state["tokens"]
 
 
 class Checkpointer:
     def __init__(self, spec: CheckpointSpec, model, optimizer, rank: int, counter: UpdateCounter,
-                 parts: dict[str, Stateful | None], weights_from: int | None = None):
+                 parts: dict[str, Stateful | None]):
         self.spec, self.rank, self.counter = spec, rank, counter
         self.model, self.optimizer, self.parts = model, optimizer, {"counter": counter} | parts
-        self.weights_from = weights_from        # a drill (`drills.resume_weights_from`): a mismatched resume
 
     def is_due(self, last: bool) -> bool:
         return self.counter.step % self.spec.every == 0 or last
@@ -63,8 +62,6 @@ class Checkpointer:
             if part is not None:
                 part.load_state_dict(restored["trainer"][name])
         self.counter.step = restored["step"]
-        if self.weights_from is not None:
-            load_checkpoint(checkpoint_folder(self.spec.dir, self.weights_from), self.model, self.optimizer, self.rank)
         return folder
 
     def rollback(self) -> str | None:

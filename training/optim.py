@@ -22,7 +22,6 @@ def build_optimizer(model: torch.nn.Module, spec: OptimizerSpec, fused: bool = F
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, rate: float) -> None:
-    """The schedule's `rate` into every parameter group, times the group's `lr_scale` (1 in a group restored from
-    a checkpoint written before groups had one)."""
+    """The schedule's `rate` into every parameter group, times the group's `lr_scale`."""
     for group in optimizer.param_groups:
-        group["lr"] = rate * group.get("lr_scale", 1.0)
+        group["lr"] = rate * group["lr_scale"]

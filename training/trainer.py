@@ -1,0 +1,248 @@
+"""The Trainer: one rank's model, optimizer and learning-rate schedule, training data, checkpointer and MLflow
+logger, built from a `TrainingConfig`. `train()` is the loop: resume, then one `train_step()` (an optimizer update)
+after another, each logged, evaluated and checkpointed when due. Rank 0 prints one JSON line per update and event.
+
+Its parts are components with their own modules: parallelism (training/parallel.py), the checkpointer that gathers
+every stateful part (training/checkpointer.py), the spike guard (training/spikes.py), the noise-scale probe
+(training/noise_scale.py), the batch ramp (training/batch_ramp.py), optimizer and schedule (training/optim.py) and
+the logger (tracking/run_logger.py). The parts are attributes, so a test hook (training/train.py) can wrap them.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from configs.tokenizer import EOS_ID
+from configs.training import TrainingConfig
+from tracking.params import flatten
+from tracking.run_logger import RunLogger
+from training.batch_ramp import BatchRamp, lr_factor, schedule_position
+from training.checkpoint import latest_checkpoint
+from training.checkpointer import Checkpointer, UpdateCounter
+from training.device_batches import DeviceBatches
+from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
+from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+from training.loss import loss_function
+from training.lr_schedule import learning_rate
+from training.model import ModelConfig, Transformer
+from training.noise_scale import NoiseProbe
+from training.optim import build_optimizer, set_learning_rate
+from training.parallel import Distributed, all_reduce_mean, full_norm, shard_model
+from training.plan import PEAK_FLOPS, model_config, plan
+from training.sequences import TokenSequences
+from training.spikes import SpikeDetector
+from training.step_timer import StepTimer
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite: the run stops rather than train on garbage."""
+
+
+class Trainer:
+    def __init__(self, config: TrainingConfig, env: Distributed, logger: RunLogger):
+        self.config, self.env, self.logger = config, env, logger
+        self.model_spec = model_spec = model_config(config)
+        figures = plan(config)
+        self.total_steps, self.flops_per_token = figures["steps"], figures["flops_per_token"]
+        self.peak_flops = PEAK_FLOPS.get((config.hardware.device, config.hardware.dtype)) \
+            if env.device.type == "cuda" else None
+        logger.params(flatten("", config.model_dump(mode="json")) | {
+            "plan.parameters": str(figures["parameters"]), "plan.tokens_per_update": str(figures["tokens_per_update"]),
+            "plan.steps": str(self.total_steps)})
+
+        torch.manual_seed(config.seed)                 # same initial weights on every rank before sharding
+        self.counter = UpdateCounter()
+        self.data = training_batches(config, env, model_spec)
+        self.model = shard_model(Transformer(model_spec).to(env.device), env.device,
+                                 bf16=config.hardware.dtype == "bf16",   # on CPU too: FSDP2's policy casts there too
+                                 activation_checkpointing=config.hardware.activation_checkpointing,
+                                 compile_scope=config.hardware.compile_scope if config.hardware.compile else None)
+        self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
+        self.spikes = SpikeDetector(config.spikes)
+        self.micro_sequences = config.micro_batch_size * env.world_size
+        self.ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, self.micro_sequences, model_spec.seq_len)
+        self.noise = NoiseProbe(self.micro_sequences, config.grad_accumulation) if config.grad_accumulation > 1 \
+            else None
+        self.suite = load_suite(config.eval.suite, config.data.tokenizer, EOS_ID, model_spec.seq_len) \
+            if config.eval.suite else None
+        self.checkpointer = Checkpointer(config.checkpoint, self.model, self.optimizer, env.rank, self.counter,
+                                         {"data": self.data, "spikes": self.spikes, "noise": self.noise,
+                                          "ramp": self.ramp if config.batch_ramp.schedule == "noise_scale" else None})
+        self.full_update_tokens = self.micro_sequences * model_spec.seq_len * config.grad_accumulation
+        self.total_tokens = self.total_steps * self.full_update_tokens   # a ramped run: more, smaller updates
+        self.timer = StepTimer(env.device)
+
+    def train(self, stop_after: int | None = None) -> None:
+        """Resume from the newest checkpoint, if any, and train to the planned tokens (or stop after step
+        `stop_after`: an interrupted run, for tests)."""
+        self.resume()
+        while self.counter.tokens < self.total_tokens:
+            record = self.train_step()
+            if record is None:                    # a spike: the update was skipped
+                continue
+            step, last = self.counter.step, self.counter.tokens >= self.total_tokens
+            self.echo({"step": step, **record})
+            self.logger.metrics(step, record)
+            if self.evaluates and (step % self.config.eval.every == 0 or last):
+                self.evaluate()
+            if step % self.config.log_every == 0 or self.checkpointer.is_due(last):
+                self.logger.flush()     # before a checkpoint: a resume starts after it, so rows unsent then are lost
+            self.checkpointer.save_if_due(last)
+            if stop_after is not None and step >= stop_after:
+                self.logger.flush()
+                return
+        self.finish()
+
+    def resume(self) -> None:
+        if resumed := self.checkpointer.restore():
+            self.echo({"event": "resumed", "checkpoint": resumed, "step": self.counter.step})
+            self.logger.metrics(self.counter.step, {RESUME_METRIC: self.counter.step})       # for `sluice doctor`
+
+    def train_step(self) -> dict | None:
+        """One optimizer update: gradients accumulated over the ramp's micro-batches, clipped, and the step; its
+        record (loss, learning rate, throughput), or None when the spike guard skipped it."""
+        self.timer.start()
+        counter = self.counter
+        counter.attempt += 1
+        accumulation = self.ramp.accumulation(counter.tokens, self.total_tokens)
+        rate = self.scheduled_rate(accumulation)
+        set_learning_rate(self.optimizer, rate)
+        loss, grad_norm = self.forward_backward(accumulation)
+        self.check_finite(loss)
+        if self.skipped_as_spike(loss):
+            return None
+        b_noise = self.noise.after_update(grad_norm, accumulation) if self.noise else None
+        self.ramp.observe(b_noise)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        counter.step += 1
+        update_tokens = accumulation * self.micro_sequences * self.model_spec.seq_len
+        counter.tokens += update_tokens
+        seconds = self.timer.seconds()
+        peak = self.peak_flops
+        return {"loss": round(loss, 6), "lr": rate, "grad_norm": round(grad_norm, 6),
+                "b_noise": round(b_noise, 3) if b_noise else None, "batch_sequences": accumulation * self.micro_sequences,
+                "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
+                "mfu": round(self.flops_per_token * update_tokens / seconds / (peak * self.env.world_size), 4) if peak
+                else None, "peak_memory_gb": _peak_memory_gb(self.env.device)}
+
+    def scheduled_rate(self, accumulation: int) -> float:
+        """The schedule's learning rate for the next update, placed by the tokens trained on so far, and scaled as
+        the batch ramp says when its batch is smaller than the full one."""
+        config = self.config
+        position = schedule_position(self.counter.tokens, self.full_update_tokens)
+        return learning_rate(position, self.total_steps, config.optimizer) \
+            * lr_factor(accumulation, config.grad_accumulation, config.batch_ramp.lr_scaling)
+
+    def forward_backward(self, accumulation: int) -> tuple[float, float]:
+        """One update's gradients, accumulated over `accumulation` micro-batches and clipped: (mean cross-entropy
+        over the ranks, the gradient norm before clipping). The host waits for the device once, at the end: the
+        losses stay on it until then. The ranks reduce gradients only after the last micro-batch (and after the
+        first when the noise probe measures there), each other micro-batch accumulating onto this rank's own
+        unsharded gradients; and the parameters gathered for a backward pass stay gathered for the next
+        micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating)."""
+        model, noise, losses = self.model, self.noise, []
+        for micro_step in range(accumulation):
+            probing = noise is not None and noise.measures(micro_step, accumulation)
+            last = micro_step == accumulation - 1
+            model.set_requires_gradient_sync(probing or last)
+            model.set_reshard_after_backward(last)
+            inputs, targets = self.data.next_batch()
+            loss, cross_entropy = loss_function(model(inputs), targets, self.config.optimizer.z_loss)
+            (loss / accumulation).backward()
+            losses.append(cross_entropy.detach())
+            if probing:
+                noise.after_first_micro_batch(model, accumulation)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), self.config.optimizer.grad_clip or math.inf)
+        return all_reduce_mean(torch.stack(losses).mean(), self.env.device), full_norm(grad_norm)
+
+    def check_finite(self, loss: float) -> None:
+        if not math.isfinite(loss):
+            last_good = latest_checkpoint(self.config.checkpoint.dir) or "none (no step saved)"
+            raise NonFiniteLoss(f"loss is {loss} at step {self.counter.step + 1} (update attempt "
+                                f"{self.counter.attempt}); the last good checkpoint is {last_good}: lower "
+                                f"optimizer.lr or enable grad_clip, then rerun to resume from it")
+
+    def skipped_as_spike(self, loss: float) -> bool:
+        """The spike guard: a spike's update is dropped; after repeated spikes the model, optimizer and counter
+        roll back to the newest checkpoint while the data goes on, so the batches since are skipped."""
+        spike = self.config.spikes.enabled and self.spikes.is_spike(loss)
+        wants_rollback = self.spikes.record(loss, spike)
+        if not spike:
+            return False
+        counter = self.counter
+        self.optimizer.zero_grad(set_to_none=True)
+        self.echo({"event": "spike_skipped", "attempt": counter.attempt, "step": counter.step, "loss": round(loss, 6)})
+        self.logger.metrics(counter.step, {SPIKE_METRIC: loss})
+        if wants_rollback and (checkpoint := self.checkpointer.rollback()):
+            self.spikes.rolled_back()
+            self.echo({"event": "rollback", "attempt": counter.attempt, "checkpoint": checkpoint, "step": counter.step})
+            self.logger.metrics(counter.step, {ROLLBACK_METRIC: counter.step})
+        return True
+
+    @property
+    def evaluates(self) -> bool:
+        return bool(self.config.data.validation) or self.suite is not None
+
+    def evaluate(self) -> None:
+        """Validation loss on the variant's own split (a training signal, not a comparison across data), exact
+        bits per byte on the suite (the same held-out texts for every model: the comparison), and sampled text."""
+        config, env, step, seq_len = self.config, self.env, self.counter.step, self.model_spec.seq_len
+        self.model.eval()
+        values = {}
+        if config.data.validation:
+            loss = validation_loss(self.model, config.data.validation, seq_len, config.micro_batch_size,
+                                   config.eval.batches, env.rank, env.world_size, env.device)
+            values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
+        if self.suite is not None:
+            nll = suite_nll(self.model, self.suite, seq_len, config.micro_batch_size, env.rank, env.world_size,
+                            env.device)
+            values |= {f"suite_bpb/{name}": round(value, 6)
+                       for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
+        self.echo({"event": "eval", "step": step, **values})
+        self.logger.metrics(step, values)
+        if config.data.tokenizer:
+            text = sample_continuations(self.model, config.data.tokenizer, config.eval.prompts,
+                                        config.eval.sample_tokens, env.device)
+            self.logger.text(text, f"samples/step-{step:06d}.txt")
+        self.model.train()
+
+    def finish(self) -> None:
+        """The run's end: the noise scale it measured, the model's shape, the final checkpoint, the logger closed."""
+        noise, logger = self.noise, self.logger
+        if noise and (b_noise := noise.b_noise()):
+            self.echo({"event": "noise_scale", "b_noise": round(b_noise, 3), "batch_sequences": noise.sequences})
+            logger.text(f"gradient noise scale B_noise = {b_noise:.1f} sequences; configured batch "
+                        f"{noise.sequences} sequences ({noise.sequences / b_noise:.2f}x B_noise)\n", "noise_scale.txt")
+        logger.text(json.dumps(self.model_spec.to_dict(), indent=2), "model_config.json")
+        final = self.checkpointer.latest()
+        if final and self.env.is_main:
+            logger.artifacts(final, "checkpoint")
+        logger.finish()
+
+    def echo(self, record: dict) -> None:
+        """One JSON line on rank 0's standard output (the training flow follows them)."""
+        if self.env.is_main:
+            print(json.dumps(record), flush=True)
+
+
+def training_batches(config: TrainingConfig, env: Distributed, model_spec: ModelConfig) -> DeviceBatches:
+    """This rank's training batches on its device, read ahead, checked against the model and the batch."""
+    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size,
+                          config.data.order, config.data.stream_block)
+    data.check_vocabulary(model_spec.vocab_size)
+    per_update = config.micro_batch_size * config.grad_accumulation
+    if data.windows_per_rank < per_update:
+        raise ValueError(f"the training shards give each of {env.world_size} ranks {data.windows_per_rank} "
+                         f"sequences of {model_spec.seq_len} tokens, fewer than one update needs "
+                         f"({config.micro_batch_size} x {config.grad_accumulation} accumulation): more data, a "
+                         f"smaller batch or a shorter seq_len")
+    return DeviceBatches(data, config.micro_batch_size, env.device)
+
+
+def _peak_memory_gb(device: torch.device) -> float | None:
+    """The most memory this rank's tensors have held on its GPU so far."""
+    return round(torch.cuda.max_memory_allocated(device) / 1e9, 3) if device.type == "cuda" else None
