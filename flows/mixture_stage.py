@@ -36,7 +36,7 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
     def produce(stage: StageContext) -> StageOutput:
         # each token shard's manifest entry names the document shard it was made from
         token_shards = Manifest.load(tokens["manifest"]).shards
-        pairs = list(zip(stage_shard_urls(tokens), [_only_source(entry) for entry in token_shards]))
+        pairs = list(zip(stage_shard_urls(tokens), [entry.source for entry in token_shards]))
         # the chart is drawn on a worker (whose matplotlib the run's earlier charts have loaded; ~1 s in the flow
         # process) while the last passes write the draws; from the recorded result when the mixture resumes. The
         # last one drawn counts: a retried mix task plans, and so draws, again.
@@ -62,9 +62,3 @@ def mixture_stage_flow(recipe: Recipe, tokens: StageResult, documents: StageResu
         return StageOutput(shards=shards, stats=stats, report=report, figures=figures)
 
     return run_stage(recipe, spec, produce)
-
-
-def _only_source(entry: ShardEntry) -> str:
-    """The document shard a token shard was made from (tokenization makes one token shard of each)."""
-    (source,) = entry.sources
-    return source

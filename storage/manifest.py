@@ -37,6 +37,12 @@ class ShardEntry:
     documents: int
     sources: list[str] = field(default_factory=list)     # the inputs this shard was made from
 
+    @property
+    def source(self) -> str:
+        """The one input the shard was made from (a token shard: its document shard); an error for a merged one."""
+        (source,) = self.sources
+        return source
+
 
 @dataclass
 class Manifest:
