@@ -98,11 +98,8 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     if cached is not None:
         logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name,
                     store.stage_dir(spec.name, fingerprint), fingerprint)
-        manifest_url = store.manifest_url(spec.name, fingerprint)
-        if not in_a_flow():
-            return stage_result(cached, manifest_url, cached=True)
-        return publish_stage_report(recipe, cached, manifest_url, [], cached=True,
-                                    report=StageReport.load(_report_dir(store.stage_dir(spec.name, fingerprint))))
+        return _reported(recipe, cached, store.manifest_url(spec.name, fingerprint), [], cached=True,
+                         report=lambda: StageReport.load(_report_dir(store.stage_dir(spec.name, fingerprint))))
 
     context = StageContext(spec, store.stage_dir(spec.name, fingerprint))
     started = time.perf_counter()
@@ -129,11 +126,16 @@ def run_stage(recipe: Recipe, spec: StageSpec, produce: Callable[[StageContext],
     )
     if os.path.isdir(context.stage_dir):  # reports are kept for local stores (MLflow logs files from disk)
         output.report.save(_report_dir(context.stage_dir))
-    manifest_url = store.publish(manifest)
+    return _reported(recipe, manifest, store.publish(manifest), output.task_results, cached=False,
+                     report=lambda: output.report)
+
+
+def _reported(recipe: Recipe, manifest: Manifest, manifest_url: str, task_results: list[dict], cached: bool,
+              report: Callable[[], StageReport]) -> StageResult:
+    """The stage's result, reported to MLflow and Prefect inside a flow run; outside one, the result alone."""
     if not in_a_flow():
-        return stage_result(manifest, manifest_url, cached=False)
-    return publish_stage_report(recipe, manifest, manifest_url, output.task_results, cached=False,
-                                report=output.report)
+        return stage_result(manifest, manifest_url, cached=cached)
+    return publish_stage_report(recipe, manifest, manifest_url, task_results, cached=cached, report=report())
 
 
 def in_a_flow() -> bool:

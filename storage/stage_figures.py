@@ -7,7 +7,7 @@ drawn tokens, the cut points) is here, once.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Self
 
 FIGURES_KEY = "figures"          # in a manifest's stats
@@ -25,8 +25,7 @@ class StageFigures:
 
     @classmethod
     def from_stats(cls, stats: dict) -> Self:
-        recorded = stats[FIGURES_KEY]
-        return cls(**{field.name: recorded[field.name] for field in fields(cls)})
+        return cls(**stats[FIGURES_KEY])
 
 
 @dataclass(frozen=True)
