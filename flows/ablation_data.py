@@ -4,10 +4,8 @@ draw). Stages the variants have in common are the same store entries, so they ru
 them, the quality models and scores for the variants that filter on quality."""
 from __future__ import annotations
 
-import os
-
 import mlflow
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
@@ -17,16 +15,12 @@ from flows.curation import document_stages, final_documents
 from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow
 from flows.extract_stage import extract_stage_flow
 from flows.mixture_stage import mixture_stage_flow
-from flows.stage_runner import StageContext, StageOutput, StageSpec, run_stage
-from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
-from storage.fs import file_fingerprint, local_path
-from storage.manifest import ShardEntry, sha256_file
+from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_file_stage_flow, tokenizer_stage_flow
+from storage.fs import local_path
 from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.suite import NGRAMS_FILE
 from tasks.mixture.placement import covering_budget
-from tasks.stats import StageStats
-from tasks.tokenize.train import MODEL_FILE
 
 
 def with_heldout_references(recipe: Recipe, ngrams: str) -> Recipe:
@@ -98,29 +92,6 @@ def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: StageResu
     raw = extract_stage_flow.with_options(task_runner=runner)(anchor)
     clean = decontaminate_stage_flow.with_options(task_runner=runner)(anchor, raw, suite)
     return tokenizer_stage_flow.with_options(task_runner=runner)(anchor, clean)
-
-
-@flow(name="tokenizer-file", log_prints=True)
-def tokenizer_file_stage_flow(recipe: Recipe, model_path: str) -> StageResult:
-    """A given SentencePiece model published as a tokenizer stage, so downstream stages read it the same way."""
-    import sentencepiece as spm
-
-    if not os.path.isfile(model_path):
-        raise FileNotFoundError(f"tokenizer.path: {model_path} does not exist")
-    spec = StageSpec(name="tokenizer", config={"path": "given"}, parents=[file_fingerprint(model_path)],
-                     code_root=__name__)
-
-    def produce(stage: StageContext) -> StageOutput:
-        os.makedirs(stage.stage_dir, exist_ok=True)
-        with open(model_path, "rb") as source, open(stage.path(MODEL_FILE), "wb") as target:
-            target.write(source.read())
-        vocab_size = spm.SentencePieceProcessor(model_file=stage.path(MODEL_FILE)).get_piece_size()
-        stats = StageStats(bytes_out=os.path.getsize(stage.path(MODEL_FILE)))
-        return StageOutput(shards=[ShardEntry(path=MODEL_FILE, bytes=stats.bytes_out,
-                                              sha256=sha256_file(stage.path(MODEL_FILE)), documents=0)], stats=stats,
-                           figures=TokenizerFigures(vocab_size=vocab_size))
-
-    return run_stage(recipe, spec, produce)
 
 
 def variant_data_run(parent_id: str, variant: str, recipe: Recipe) -> str:

@@ -11,7 +11,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-PROGRESS_ENV = "SLUICE_PROGRESS"          # set by the CLI: map_tasks draws progress lines
+PROGRESS_ENV = "SLUICE_PROGRESS"          # set by the CLI: a stage step draws progress lines
 BAR_WIDTH = 24
 LOG_FORMAT = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(name)s - %(message)s"
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
@@ -19,7 +19,7 @@ RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
 
 def quiet_console_environment() -> None:
     """Before Prefect is imported: its console handler (here and in Dask workers, which inherit the environment)
-    shows warnings and errors only, and map_tasks reports progress."""
+    shows warnings and errors only, and a stage step reports progress."""
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")        # MLflow has its own console handler
     os.environ[PROGRESS_ENV] = "1"

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 
@@ -12,35 +11,10 @@ from flows.tracking_run import activate_pending_run
 from storage.manifest import Manifest
 from storage.stage_figures import FIGURES_KEY
 from storage.stage_result import StageResult, stage_result
+from tasks.stage_report import StageReport
 from tracking.store import artifact_url
 
 TOP_REASONS = 4
-REPORT_FILE = "report.json"
-
-
-@dataclass
-class StageReport:
-    """What a stage adds to its standard report: markdown sections, tables and files (PNG charts)."""
-    markdown: str = ""
-    tables: dict[str, list[dict]] = field(default_factory=dict)   # name -> rows
-    files: list[str] = field(default_factory=list)                 # local paths, logged to MLflow
-
-    def save(self, folder: str) -> None:
-        """Keep the report beside the stage's output, so a cached rerun can show it again."""
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, REPORT_FILE), "w") as handle:
-            json.dump({"markdown": self.markdown, "tables": self.tables,
-                       "files": [os.path.relpath(path, folder) for path in self.files]}, handle, indent=2)
-
-    @classmethod
-    def load(cls, folder: str) -> "StageReport":
-        path = os.path.join(folder, REPORT_FILE)
-        if not os.path.isfile(path):
-            return cls()
-        with open(path) as handle:
-            raw = json.load(handle)
-        return cls(raw["markdown"], raw["tables"], [os.path.join(folder, name) for name in raw["files"]
-                                                     if os.path.isfile(os.path.join(folder, name))])
 
 
 def publish_stage_report(recipe: Recipe, manifest: Manifest, manifest_url: str, shard_results: list[dict],

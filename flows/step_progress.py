@@ -20,12 +20,11 @@ REPORT_AT_MOST_EVERY_SECONDS = 1.0  # the shortest, but for the last call's
 
 
 class StepProgress:
-    def __init__(self, label: str, total: int, logger: logging.Logger | logging.LoggerAdapter, ui: bool = True):
-        """`ui`: a progress artifact on the step's task run (False outside a Prefect flow)."""
+    def __init__(self, label: str, total: int, logger: logging.Logger | logging.LoggerAdapter):
         self.label, self.total, self.logger = label, total, logger
         self.console = Progress(label, total)
         self.artifact = send_later(lambda: create_progress_artifact(0.0, description=f"{label}: {total} calls")) \
-            if total and ui else None
+            if total else None
         self.reported_at, self.reported_tenth = time.monotonic(), 0
 
     def update(self, done: int) -> None:

@@ -6,11 +6,12 @@ their source (nothing is imported). The version hashes the source of every modul
 import, and the Python minor version. Editing a module a stage reaches, or upgrading a library it imports,
 gives the stage a new fingerprint, so the store never serves output that the current code would not produce.
 
-The modules in `ORCHESTRATION` (and what only they import) are not followed: they run and report every stage the
-same way (store lookup, Dask calls, progress, reports and charts, MLflow), so editing a chart does not rerun every
-stage. Nothing in them may compute the bytes a stage writes; every other module, in `flows/` too, is followed.
+A stage is defined beside its work (`tasks/<stage>/stage.py`), and that module is its root. The modules in
+`ORCHESTRATION` (and what only they import) are not followed: they run stages (`flows/`, which a stage may not
+import, and `tasks.stage_run`) or show people what a stage did (its report and charts), the same way for every
+stage, so editing a chart does not rerun every stage. Nothing in them may compute the bytes a stage writes.
 `tests/test_flow_e2e.py` checks this from a real run: each module whose code a stage's own code calls is in that
-stage's closure.
+stage's closure, and the stage run in one process writes the same bytes as on Prefect + Dask.
 """
 from __future__ import annotations
 
@@ -29,8 +30,7 @@ from storage.locations import state_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ORCHESTRATION = (                  # modules (or packages) that run and report stages; see the module docstring
-    "flows.console", "flows.dask_calls", "flows.dedup_report", "flows.environment", "flows.quality_report",
-    "flows.reporting", "flows.stage_runner", "flows.step_progress", "flows.tracking_run", "flows.ui_writes",
+    "flows", "tasks.stage_run", "tasks.stage_report", "tasks.dedup.report", "tasks.quality.report",
 )
 DIGEST_LENGTH = 16
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from storage.fs import local_path
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,3 +31,9 @@ def state_dir() -> Path:
 def expand_data_dir(path: str, data_dir: str | None) -> str:
     """`{data_dir}` in a recipe path stands for the shared data directory (the recipe's, else the default)."""
     return path.replace("{data_dir}", data_dir or str(shared_data_dir())) if "{data_dir}" in path else path
+
+
+def recipe_data_path(path: str, data_dir: str | None) -> str:
+    """A recipe's path with `{data_dir}` expanded (`data_dir`: the recipe's), local paths made absolute: Dask
+    workers may run in another directory."""
+    return local_path(expand_data_dir(path, local_path(data_dir) if data_dir else None))

@@ -1,7 +1,7 @@
 """Fan a step out over many small calls without a Prefect task per call.
 
 A stage's steps run in the flow process and send their calls to the stage's cluster: `completed` yields each
-result as it finishes (`flows.stage_runner.map_tasks` draws progress from that), and `fan_out` is the plain list
+result as it finishes (a stage runner's `Steps.map` draws progress from that), and `fan_out` is the plain list
 form for the passes of a corpus-level step (dedup's label propagation, the quality summary, the mixture), which
 sends its calls to the cluster the stage runner opened with `calls_on`. Every call is timed where it runs and the
 seconds add up in that `StepCalls`: the stage's task seconds, whatever step made them. Without a cluster (tests,

@@ -1,6 +1,6 @@
 """Which project modules a stage's own code calls in this process, read from the running code, not listed by
 hand: a `sys.settrace` hook (calls only, no line events) notes every call, with its caller, made in a stage's
-thread between the start and the return of `flows.stage_runner.run_stage`. A project function called through a
+thread between the start and the return of `tasks.stage_run.run_stage`. A project function called through a
 library (a context manager, a Prefect task) counts as called by the nearest project code up the stack."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Callable
 
-from flows.stage_runner import run_stage
+from tasks.stage_run import run_stage
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 NOT_PROJECT = (".venv", "tests")
@@ -26,7 +26,7 @@ class StageTrace:
     def __init__(self) -> None:
         self.roots: dict[str, str] = {}
         self._calls: dict[str, set[tuple[CodeType | None, CodeType]]] = {}    # stage -> (caller, callee) codes
-        self._stage: str | None = None      # stages run one after another (flows.curation)
+        self._stage: set | None = None      # the running stage's calls; stages run one after another
         self._thread: int | None = None     # the stage's thread: other threads (the MLflow run opening) do not count
 
     def __enter__(self) -> StageTrace:
@@ -57,17 +57,18 @@ class StageTrace:
 
     def _on_call(self, frame: FrameType, event: str, arg) -> object:
         if frame.f_code is run_stage.__code__:
-            spec = frame.f_locals["spec"]
-            self._stage, self.roots[spec.name] = spec.name, spec.code_root
+            self._stage = set()             # named once `run_stage` returns: its `spec` is known by then
             self._thread = threading.get_ident()
-            self._calls.setdefault(spec.name, set())
             return self._on_stage_event
         if self._stage is not None and threading.get_ident() == self._thread:
-            self._calls[self._stage].add((_project_caller(frame), frame.f_code))
+            self._stage.add((_project_caller(frame), frame.f_code))
         return None                          # no line events in the callee
 
     def _on_stage_event(self, frame: FrameType, event: str, arg) -> object:
         if event == "return":
+            spec = frame.f_locals["spec"]
+            self.roots[spec.name] = spec.code_root
+            self._calls.setdefault(spec.name, set()).update(self._stage)
             self._stage = None
         return self._on_stage_event
 

@@ -10,8 +10,8 @@ import pytest
 from storage import code_version as cv
 
 PROJECT = Path(__file__).resolve().parents[1]
-STAGE_MODULES = {"extract": "flows.extract_stage", "dedup": "flows.dedup_stage", "quality": "flows.quality_stage",
-                 "tokenizer": "flows.tokenizer_stage", "mixture": "flows.mixture_stage"}
+STAGE_MODULES = {"extract": "tasks.extract.stage", "dedup": "tasks.dedup.stage", "quality": "tasks.quality.stage",
+                 "tokenizer": "tasks.tokenize.stage", "mixture": "tasks.mixture.stage"}
 
 
 @pytest.fixture()
@@ -74,29 +74,30 @@ def test_a_trainer_edit_gives_a_run_a_new_folder_and_an_unrelated_edit_does_not(
 
 def test_the_closures_include_the_imports_that_hand_lists_missed():
     # tasks/quality/words.py imports configs.dedup and tasks/tokenize/encode.py imports configs.tokenizer.
-    assert "configs.dedup" in cv.code_closure("flows.quality_stage").modules
-    assert "configs.tokenizer" in cv.code_closure("flows.tokenizer_stage").modules
+    assert "configs.dedup" in cv.code_closure("tasks.quality.stage").modules
+    assert "configs.tokenizer" in cv.code_closure("tasks.tokenize.stage").modules
     # the dedup code is not part of extraction, and the modules that run and report stages are not followed
-    extract = cv.code_closure("flows.extract_stage").modules
+    extract = cv.code_closure("tasks.extract.stage").modules
     assert "tasks.dedup.minhash" not in extract
-    assert "flows.stage_runner" not in extract and not [module for module in extract if cv.orchestrates(module)]
+    assert "tasks.stage" in extract and not [module for module in extract if cv.orchestrates(module)]
 
 
-def test_a_report_edit_reruns_no_stage_and_a_flow_helper_edit_reruns_its_stage(project_copy):
-    """Reports and the stage runner are orchestration (storage.code_version.ORCHESTRATION); any other module in
-    `flows/` that a stage imports is followed like the rest."""
+def test_a_report_or_runner_edit_reruns_no_stage_and_a_helper_edit_reruns_its_stage(project_copy):
+    """Reports and the stage runners are orchestration (storage.code_version.ORCHESTRATION); any other module a
+    stage imports is followed like the rest."""
     before = _versions(project_copy)
-    for report in ("flows/quality_report.py", "flows/stage_runner.py", "flows/reporting.py"):
+    for report in ("tasks/quality/report.py", "tasks/stage_report.py", "tasks/stage_run.py", "flows/stage_runner.py",
+                   "flows/reporting.py"):
         with open(project_copy / report, "a") as handle:
             handle.write("\n# an edit\n")
     assert _versions(project_copy) == before
-    (project_copy / "flows" / "shard_naming.py").write_text("SUFFIX = '.parquet'\n")
-    with open(project_copy / "flows" / "extract_stage.py", "a") as handle:
-        handle.write("\nfrom flows.shard_naming import SUFFIX\n")
-    extract = cv.code_version("flows.extract_stage", root=project_copy)
-    with open(project_copy / "flows" / "shard_naming.py", "a") as handle:
+    (project_copy / "tasks" / "extract" / "shard_naming.py").write_text("SUFFIX = '.parquet'\n")
+    with open(project_copy / "tasks" / "extract" / "stage.py", "a") as handle:
+        handle.write("\nfrom tasks.extract.shard_naming import SUFFIX\n")
+    extract = cv.code_version("tasks.extract.stage", root=project_copy)
+    with open(project_copy / "tasks" / "extract" / "shard_naming.py", "a") as handle:
         handle.write("# an edit\n")
-    assert cv.code_version("flows.extract_stage", root=project_copy) != extract
+    assert cv.code_version("tasks.extract.stage", root=project_copy) != extract
 
 
 def test_library_versions_are_part_of_the_code_version(tmp_path, monkeypatch):

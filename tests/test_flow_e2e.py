@@ -332,23 +332,25 @@ def test_every_module_a_stage_calls_is_in_its_fingerprint(traced_run):
 IN_PROCESS = """
 import json, sys
 from configs.schema import parse_recipe
-from flows.dedup_stage import dedup_stage_flow
-from flows.extract_stage import extract_stage_flow
+from tasks.dedup.stage import DedupStage
+from tasks.extract.stage import ExtractStage
+from tasks.stage_run import run_in_process
 
 recipe = parse_recipe(json.loads(sys.argv[1]))
-extract = extract_stage_flow.fn(recipe)
-dedup = dedup_stage_flow.fn(recipe, extract)
-print(json.dumps({"extract": extract["digest"], "dedup": dedup["digest"], "cached": dedup["cached"]}))
+extract = run_in_process(ExtractStage(recipe), recipe.store)
+dedup = run_in_process(DedupStage(recipe, extract), recipe.store)
+print(json.dumps({"extract": extract["digest"], "dedup": dedup["digest"], "cached": dedup["cached"],
+                  "loaded": [name for name in ("prefect", "distributed", "mlflow") if name in sys.modules]}))
 """
 
 
 def test_a_stage_runs_without_prefect_to_the_same_output(first_run, recipe, tmp_path):
-    """A stage flow's `.fn` runs the stage in one process, with no Prefect API (an unreachable one is set) and no
-    Dask: the same fingerprints and the same bytes as the Prefect + Dask run (the manifests' digests)."""
+    """A stage object runs in one process (`tasks.stage_run.run_in_process`), with neither Prefect, Dask nor MLflow
+    loaded: the same fingerprints and the same bytes as the Prefect + Dask run (the manifests' digests)."""
     raw = recipe.model_dump(mode="json") | {"store": str(tmp_path / "store")}
     done = subprocess.run([sys.executable, "-c", IN_PROCESS, json.dumps(raw)], capture_output=True, text=True,
-                          env=os.environ | {"PREFECT_API_URL": "http://127.0.0.1:9/api"}, timeout=600)
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {"extract": first_run["stages"]["extract"]["digest"],
                                                         "dedup": first_run["stages"]["dedup"]["digest"],
-                                                        "cached": False}
+                                                        "cached": False, "loaded": []}

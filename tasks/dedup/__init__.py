@@ -1,1 +1,1 @@
-"""Dedup stage: exact, URL, MinHash-LSH near-duplicate and repeated-paragraph removal (see flows/dedup_stage.py)."""
+"""Dedup stage: exact, URL, MinHash-LSH near-duplicate and repeated-paragraph removal (see tasks/dedup/stage.py)."""

@@ -3,7 +3,7 @@ clustering call, per-bucket repeated paragraphs and substrings (when on), then p
 through files in `<out_dir>/work/`.
 
 `dedup_steps` runs them through a `MapStep`, which maps a step's call over its jobs: in this process by default
-(tests, benchmarks, a notebook), or as one Prefect task run of Dask calls per step (`flows/dedup_stage.py`, which
+(tests, benchmarks, a notebook), or through a stage runner's steps (`tasks/dedup/stage.py`, which
 also times each step and removes `work/` once the output is complete). Each call records its result when done
 (`tasks.dedup.task`), so a rerun picks up where a killed one stopped."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The dedup stage's calls, one per step and shard or bucket, run as plain Dask tasks by the stage's steps
-(`flows.stage_runner.map_tasks`); clustering runs in the flow process (the stage makes it a Prefect task), whose passes fan out
+(`Steps.map`, tasks/stage.py); clustering is one call in the process that runs the stage (`Steps.call`), whose passes fan out
 to the cluster (`tasks.fan_out`). Each call records its result when done (`run_once`), so a rerun after a killed
 worker or a killed run picks up where it stopped."""
 from __future__ import annotations

@@ -7,10 +7,18 @@ from pathlib import Path
 
 import fasttext
 
+from configs.schema import Recipe
+from storage.fs import local_path
 from storage.locations import shared_data_dir
 
 MODEL_FILE = "lid.176.ftz"
 LABEL_PREFIX = "__label__"
+
+
+def recipe_lid_model(recipe: Recipe) -> str:
+    """The recipe's language model as a local absolute path (Dask workers may run in another directory)."""
+    return local_path(resolve_model_path(recipe.extract.langid.model_path,
+                                         local_path(recipe.data_dir) if recipe.data_dir else None))
 
 
 def resolve_model_path(configured: str | None, data_dir: str | None) -> str:

@@ -1,5 +1,5 @@
 """The extraction stage's per-shard call: one WARC shard, run as a plain Dask task by the stage's step
-(`flows.stage_runner.map_tasks`). Kept apart from the flows so a Dask worker that runs it imports the extraction
+(`Steps.map`, tasks/stage.py). Kept apart from the flows so a Dask worker that runs it imports the extraction
 code, not MLflow or the flow modules."""
 from __future__ import annotations
 

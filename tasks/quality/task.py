@@ -1,5 +1,5 @@
 """The quality stages' work: model training, scoring and filtering are calls run as plain Dask tasks by the
-stage's steps (`flows.stage_runner.map_tasks`), each recording its result beside its output so a rerun resumes;
+stage's steps (`Steps.map`, tasks/stage.py), each recording its result beside its output so a rerun resumes;
 the filter's corpus-level summary (tasks/quality/summary.py) is computed in the flow process from the scores stage's
 attribute sketch."""
 from __future__ import annotations

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from configs.dedup import DedupConfig, MinHashConfig
-from flows.reporting import StageReport
+from tasks.stage_report import StageReport
 from tracking.charts import png_bytes
 from tasks.dedup.charts import (cluster_size_histogram_png, example_clusters_markdown, expected_error_rates,
                                 s_curve_knee, s_curve_png, s_curve_rows)

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from configs.quality import QualityFilterConfig
-from flows.reporting import StageReport
+from tasks.stage_report import StageReport
 from tracking.charts import png_bytes
 from tasks.fan_out import in_background
 from tasks.quality.apply import KEPT

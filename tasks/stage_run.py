@@ -1,0 +1,115 @@
+"""Running a stage (tasks.stage), whatever runs its steps: fingerprint, store lookup and skip, the stage's work,
+manifest published last.
+
+`run_in_process(stage, store)` runs one in this process, with no Prefect and no Dask:
+
+    extract = run_in_process(ExtractStage(recipe), recipe.store)
+    dedup = run_in_process(DedupStage(recipe, extract), recipe.store)
+
+It publishes the same manifest, with the same fingerprint and the same bytes, as the stage run as a Prefect
+subflow on Dask (`flows.stage_runner`, which also reports it to MLflow and Prefect; tests/test_flow_e2e.py
+compares the two)."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Sequence
+
+from storage.manifest import Manifest
+from storage.stage_figures import FIGURES_KEY
+from storage.stage_result import StageResult, stage_result
+from storage.stage_store import StageStore
+from tasks.fan_out import Cluster, calls_on, completed
+from tasks.stage import Stage, StageContext, Steps
+from tasks.stage_report import StageReport
+from tasks.stats import orchestration_share, overhead_share
+
+
+@dataclass
+class StageRun:
+    """A stage's published (or found) manifest, and what its report shows."""
+    manifest: Manifest
+    manifest_url: str
+    cached: bool
+    task_results: list[dict]
+    report: StageReport
+
+
+def run_stage(stage: Stage, store_url: str, steps: Steps) -> StageRun:
+    """Run `stage` with `steps` unless the store already holds its output."""
+    spec = stage.spec
+    store = StageStore(store_url)
+    fingerprint = spec.fingerprint
+    stage_dir = store.stage_dir(spec.name, fingerprint)
+    cached = store.find(spec.name, fingerprint)
+    if cached is not None:
+        steps.logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name, stage_dir, fingerprint)
+        return StageRun(cached, store.manifest_url(spec.name, fingerprint), True, [],
+                        StageReport.load(StageReport.folder_of(stage_dir)))
+
+    context = StageContext(spec, stage_dir)
+    started = time.perf_counter()
+    try:
+        with calls_on(steps.cluster) as calls:
+            output = stage.produce(context, steps)
+    except Exception as error:
+        error.add_note(f"(in stage {spec.name})")
+        raise
+    wall = round(time.perf_counter() - started, 3)
+    call_seconds, longest = round(calls.seconds, 3), round(calls.longest, 3)
+    slots = steps.cluster.threads() if steps.cluster is not None else None
+    # the shares are computed from the rounded figures the stats hold, so a reader can recompute them from them
+    stats = output.stats.to_dict() | {"call_seconds": call_seconds, "longest_call_seconds": longest} | (
+        {"task_slots": slots, "orchestration_share": orchestration_share(wall, call_seconds, slots),
+         "overhead_share": overhead_share(wall, call_seconds, slots, longest)} if slots else {})
+    manifest = Manifest(
+        stage=spec.name, fingerprint=fingerprint, config=spec.config, code_version=spec.code_version,
+        parents=spec.parents, shards=output.shards,
+        stats=stats | ({FIGURES_KEY: output.figures.to_dict()} if output.figures else {}) | {"wall_seconds": wall,
+                       "docs_per_second_wall": round(output.stats.candidates / wall, 2) if wall else 0.0},
+    )
+    if os.path.isdir(stage_dir):  # reports are kept for local stores (MLflow logs files from disk)
+        output.report.save(StageReport.folder_of(stage_dir))
+    return StageRun(manifest, store.publish(manifest), False, output.task_results, output.report)
+
+
+def run_in_process(stage: Stage, store_url: str) -> StageResult:
+    """Run `stage` in this process (no Prefect, no Dask); its summary, as a stage flow returns it."""
+    run = run_stage(stage, store_url, InProcessSteps())
+    return stage_result(run.manifest, run.manifest_url, run.cached)
+
+
+class InProcessSteps:
+    """Steps run one call after another in this process, progress logged to the `sluice.stages` logger."""
+    cluster: Cluster | None = None
+
+    def __init__(self, logger: logging.Logger | logging.LoggerAdapter | None = None):
+        self.logger = logger or logging.getLogger("sluice.stages")
+
+    def map(self, function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
+            on_result: Callable[[dict], None] | None = None, **arguments) -> list[dict]:
+        jobs = list(jobs)
+        results: list[dict | None] = [None] * len(jobs)
+        reported_tenth = 0
+        for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
+                                               start=1):
+            log_warnings(self.logger, result)
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+            if 10 * done // len(jobs) > reported_tenth or done == len(jobs):
+                reported_tenth = 10 * done // len(jobs)
+                self.logger.info("%s: %d/%d done", label, done, len(jobs))
+        return results
+
+    def call(self, function: Callable, *args, label: str, on_cluster: bool = False, **kwargs):
+        return function(*args, **kwargs)
+
+
+def log_warnings(logger: logging.Logger | logging.LoggerAdapter, result) -> None:
+    """Log the `warnings` lines a call returned (a group's result is a list: none)."""
+    for line in result.pop("warnings", []) if isinstance(result, dict) else ():
+        logger.warning("%s", line)
