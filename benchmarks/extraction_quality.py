@@ -33,8 +33,8 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from importlib.metadata import version
+from pathlib import Path
 from statistics import fmean
 from typing import Callable, NamedTuple
 from urllib.parse import urlsplit
