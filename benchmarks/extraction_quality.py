@@ -3,17 +3,24 @@ on its output, against gold data.
 
     cd /work/main && .venv/bin/python benchmarks/extraction_quality.py [--data-dir DIR] \
         [--out benchmarks/results/extraction_quality.json] [--repeats 2] [--rows WORDS] [--skip-grid]
+    cd /work/main && .venv/bin/python benchmarks/extraction_quality.py --wcxb-only \
+        [--out benchmarks/results/extraction_wcxb.json]
 
-Writes the JSON of all figures and regenerates the Markdown report beside it (same name, .md). ~8 minutes.
+Writes the JSON of all figures and regenerates the Markdown report beside it (same name, .md). ~10 minutes;
+`--wcxb-only` measures the WCXB section alone (~2 minutes) into a file of its own.
 Every row runs the project's own `html_to_text` with the row's configuration; the paragraph rows run the dedup
 stage's own steps (`tasks.dedup.steps.dedup_steps`) over the default extraction of every gold page.
 
-Gold data (read in place from the shared data directory, see its PROVENANCE.md 4a/4b):
+Gold data (read in place from the shared data directory, see its PROVENANCE.md 4a/4b and 9):
 - trafilatura_eval: 990 real pages; per page `with` snippets (main text) and `without` snippets (boilerplate).
 - mozilla_readability: 130 pages with readability.js's expected output; snippets are derived from it.
-- The gold pages come from almost one host each (954 URLs on 933 hosts), so little repeats across them: what
-  paragraph removal does to real multi-page crawls is measured on those under warc/ (no labels), read with the
-  pipeline's own record reader.
+- wcxb: 1,497 real pages of seven types (articles, forums, products, collections, listings, documentation,
+  service pages; PROVENANCE.md 9) with their whole gold main text, scored by WCXB's word F1 (dev/wcxb.py) for the
+  default extraction, resiliparse's main content and trafilatura's defaults, on the held-out sites of dev/wcxb.py's
+  fixed split (the training split's figures for information).
+- The trafilatura_eval and readability pages come from almost one host each (954 URLs on 933 hosts), so little
+  repeats across them: what paragraph removal does to real multi-page crawls is measured on those under warc/ (no
+  labels), read with the pipeline's own record reader.
 """
 from __future__ import annotations
 
@@ -26,11 +33,14 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
-from typing import NamedTuple
+from statistics import fmean
+from typing import Callable, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
+import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -40,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.harness import write_result  # noqa: E402
 from configs.dedup import DedupConfig  # noqa: E402
 from dev.gold_pages import Page, decode, load_trafilatura_eval, normalise  # noqa: E402
+from dev.wcxb import HELDOUT, HELDOUT_SHARE, PAGE_TYPES, TRAIN, WcxbPage, has_gold, load_wcxb, word_f1  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
@@ -78,6 +89,8 @@ MIN_WITH_WORDS = 4
 MIN_WITHOUT_WORDS = 5
 TARGET_RECALL, TARGET_LEAK = 0.95, 0.08
 PARAGRAPH_MIN_DOCUMENTS = (2, 3, 5)
+FULL_RESULT = ROOT / "benchmarks" / "results" / "extraction_quality.json"
+WCXB_RESULT = ROOT / "benchmarks" / "results" / "extraction_wcxb.json"
 GOLD_DATE = "2024-01-01T00:00:00Z"  # the gold pages have no capture date; dedup only reads it to rank copies
 SAME_HOST_CRAWLS = ("warc/webarchive/archivesunleashed-aut/example.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0000.warc.gz",
@@ -458,6 +471,86 @@ def measure_crawl(path: Path, name: str) -> dict:
             | removal_figures([doc["text"] for doc in survivors], after))
 
 
+def _default_extraction(html: str) -> str:
+    return html_to_text(html, DEFAULT)
+
+
+def _resiliparse_main_content(html: str) -> str:
+    return extract_plain_text(html, main_content=True)
+
+
+def _trafilatura_defaults(html: str) -> str:
+    return trafilatura.extract(html) or ""
+
+
+WCXB_EXTRACTORS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "default": ("html_to_text(html, HtmlTextConfig())", _default_extraction),
+    "resiliparse": (f"resiliparse {version('resiliparse')}: extract_plain_text(html, main_content=True)",
+                    _resiliparse_main_content),
+    "trafilatura": (f"trafilatura {version('trafilatura')}: trafilatura.extract(html), default settings",
+                    _trafilatura_defaults),
+}
+WCXB_SIDES = {"heldout": (HELDOUT,), "train": (TRAIN,), "all": (HELDOUT, TRAIN)}
+
+
+def timed_texts(pages: list[Page], extractor: Callable[[str], str]) -> tuple[list[str], list[float]]:
+    """`extractor`'s text of every page and the CPU seconds each took (after a warm-up call: lazy imports)."""
+    extractor(pages[0].html)
+    texts, seconds = [], []
+    for page in pages:
+        started = time.process_time()
+        texts.append(extractor(page.html))
+        seconds.append(time.process_time() - started)
+    return texts, seconds
+
+
+def wcxb_scores(pages: list[WcxbPage], texts: list[str], seconds: list[float]) -> dict:
+    snippets = score(pages, texts)
+    return {"pages": len(pages), "f1": fmean(word_f1(text, page.main_content) for page, text in zip(pages, texts)),
+            "with_recall": snippets["recall"], "without_leak": snippets["leak"],
+            "ms_per_page": 1000 * sum(seconds) / len(pages)}
+
+
+def wcxb_side(pages: list[WcxbPage], texts: list[str], seconds: list[float], splits: tuple[str, ...]) -> dict:
+    """The scores of the pages on the given sides of the split, overall and per page type."""
+    def of(page_types: tuple[str, ...]) -> dict:
+        chosen = [index for index, page in enumerate(pages) if page.split in splits and page.page_type in page_types]
+        return wcxb_scores([pages[i] for i in chosen], [texts[i] for i in chosen], [seconds[i] for i in chosen])
+
+    return of(PAGE_TYPES) | {"by_type": {page_type: of((page_type,)) for page_type in PAGE_TYPES}}
+
+
+def _pages_per_type(pages: list[WcxbPage]) -> dict[str, int]:
+    counts = Counter(page.page_type for page in pages)
+    return {page_type: counts[page_type] for page_type in PAGE_TYPES}
+
+
+def split_counts(pages: list[WcxbPage]) -> dict:
+    """Per side of the split: its domains, and its pages per type, all and scored (with a gold main text)."""
+    counts = {}
+    for split in (HELDOUT, TRAIN):
+        side = [page for page in pages if page.split == split]
+        counts[split] = {"domains": len({page.domain for page in side}), "pages": _pages_per_type(side),
+                         "scored": _pages_per_type([page for page in side if has_gold(page)])}
+    return counts
+
+
+def measure_wcxb(folder: Path) -> dict:
+    """WCXB's figures for each extractor: held out, training split, and all pages with a gold main text."""
+    pages = load_wcxb(folder)
+    scored = [page for page in pages if has_gold(page)]
+    sides: dict[str, dict] = {side: {} for side in WCXB_SIDES}
+    for name, (_, extractor) in WCXB_EXTRACTORS.items():
+        texts, seconds = timed_texts(scored, extractor)
+        for side, splits in WCXB_SIDES.items():
+            sides[side][name] = wcxb_side(scored, texts, seconds, splits)
+        held = sides["heldout"][name]
+        print(f"wcxb {name:12s} held-out F1 {held['f1']:.3f} with {held['with_recall']:.3f} "
+              f"without {held['without_leak']:.3f} {held['ms_per_page']:.1f} ms/page", flush=True)
+    return {"pages": len(pages), "without_gold": len(pages) - len(scored), "split": split_counts(pages),
+            "extractors": {name: description for name, (description, _) in WCXB_EXTRACTORS.items()}} | sides
+
+
 def machine(info: dict) -> str:
     return f"{info['cores']} cores ({info['cpu']}), Python {info['python']}"
 
@@ -603,6 +696,64 @@ def _paragraph_summary(paragraphs: dict) -> str:
             f"and recall **{'drops' if any_drop else 'does not drop'}**.")
 
 
+WCXB_SIDE_TITLES = {"heldout": "Held-out sites", "train": "Training split (for information only)",
+                    "all": "All pages with a gold main text"}
+WCXB_METRIC = """\
+- **F1**: WCXB's word F1 (dev/wcxb.py `word_f1`, as the benchmark's evaluate.py): the multisets of `\\w+` tokens of
+  the lower-cased extraction and of `ground_truth.main_content`; averaged over pages. The {without_gold} pages
+  whose gold has no word are left out.
+- **`with` recall / `without` leak**: found `with` / `without` snippets over all of them, pooled over the pages
+  (whitespace-normalised substring, case-sensitive, as for the other gold sets above; WCXB's script averages
+  per-page shares, case-insensitively).
+- **ms/page**: CPU time of one pass per page (after a warm-up call), one process; noisy on a shared machine.
+- **Split**: whole sites (domain without subdomains) held out, stratified by the site's page type and ordered by
+  the SHA-256 of its name, {heldout_share:.0%} of each type's pages (dev/wcxb.py). Chosen before any tuning;
+  study and tune on the training split only.
+"""
+
+
+def _wcxb_split_table(split: dict) -> str:
+    lines = ["| page type | training pages (scored) | held-out pages (scored) |", "|---|---:|---:|"]
+    for page_type in PAGE_TYPES:
+        cells = [f"{split[side]['pages'][page_type]} ({split[side]['scored'][page_type]})" for side in (TRAIN, HELDOUT)]
+        lines.append(f"| {page_type} | {' | '.join(cells)} |")
+    totals = [f"{sum(split[side]['pages'].values())} ({sum(split[side]['scored'].values())}), "
+              f"{split[side]['domains']} domains" for side in (TRAIN, HELDOUT)]
+    return "\n".join(lines + [f"| all | {' | '.join(totals)} |"])
+
+
+def _wcxb_table(figures: dict) -> str:
+    """One row per page type; each cell lists the extractors' figures in WCXB_EXTRACTORS's order."""
+    lines = ["| page type | pages | F1 | `with` recall | `without` leak | ms/page |", "|---|---:|---|---|---|---|"]
+    for page_type in ("all", *PAGE_TYPES):
+        rows = [side if page_type == "all" else side["by_type"][page_type] for side in figures.values()]
+        cells = [" / ".join(f"{row[key]:.3f}" for row in rows) for key in ("f1", "with_recall", "without_leak")]
+        times = " / ".join(f"{row['ms_per_page']:.1f}" for row in rows)
+        lines.append(f"| {page_type} | {rows[0]['pages']} | {' | '.join(cells)} | {times} |")
+    return "\n".join(lines)
+
+
+def wcxb_section(wcxb: dict) -> str:
+    """The WCXB figures as Markdown: the split, then a table per side."""
+    order = " / ".join(wcxb["extractors"])
+    text = ["Each cell: " + "; ".join(f"**{name}** = {description}" for name, description in
+                                       wcxb["extractors"].items()) + f" (in this order: {order}).",
+            "", _wcxb_split_table(wcxb["split"])]
+    for side, title in WCXB_SIDE_TITLES.items():
+        text += ["", f"### {title}", "", _wcxb_table(wcxb[side])]
+    text += ["", "### How the WCXB figures are computed", "",
+             WCXB_METRIC.format(without_gold=wcxb["without_gold"], heldout_share=HELDOUT_SHARE)]
+    return "\n".join(text)
+
+
+def render_wcxb_markdown(result: dict) -> str:
+    return (f"# Extraction quality on WCXB (seven page types, whole main text)\n\n"
+            f"Generated by `{result['command']}` on {result['date']}, {machine(result['machine'])}.\n"
+            f"Regenerate with the same command (from the repository root); do not edit by hand.\n\n"
+            f"{result['wcxb']['pages']} pages (WCXB v1.0 dev split, shared data html/wcxb).\n\n"
+            f"{wcxb_section(result['wcxb'])}")
+
+
 def render_markdown(result: dict) -> str:
     points = result["grid_even_pages"]
     return REPORT.format(
@@ -617,7 +768,7 @@ def render_markdown(result: dict) -> str:
         paragraph_table=_paragraph_table(result["paragraph_dedup"]),
         paragraph_examples=_paragraph_examples(result["paragraph_dedup"]),
         grid_table=_grid_table(points) if points else "(not run: --skip-grid)",
-        crawl_table=_crawl_table(result["same_host_crawls"]),
+        crawl_table=_crawl_table(result["same_host_crawls"]), wcxb=wcxb_section(result["wcxb"]),
         metric=METRIC.format(pages=result["pages"], repeats=result["repeats"]))
 
 
@@ -639,6 +790,10 @@ Gold: {counts}.
 Each "+" row adds one lever to the row above it; the rows after the default change one lever of the default.
 
 {quality_table}
+
+## WCXB: seven page types, whole main text
+
+{wcxb}
 
 ## How far a trafilatura fallback can go
 
@@ -718,18 +873,8 @@ removed as copies are not counted in the line figures; documents left empty are 
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="shared data (default: SLUICE_DATA_DIR or ../shared/data)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "extraction_quality.json")
-    parser.add_argument("--repeats", type=int, default=2, help="timing passes per row; the fastest counts")
-    parser.add_argument("--rows", default="", help="only rows whose name contains one of these comma-separated "
-                                                   "words (the default and peer rows always run)")
-    parser.add_argument("--skip-grid", action="store_true", help="skip the threshold search (quick runs)")
-    args = parser.parse_args(argv)
-
-    data_dir = args.data_dir or shared_data_dir()
+def gold_set_figures(args: argparse.Namespace, data_dir: Path) -> dict:
+    """Every row's figures on the trafilatura_eval and readability gold sets, the bounds, dedup and the grid."""
     gold = load_trafilatura_eval(data_dir / "html" / "trafilatura_eval")
     readability = load_readability(data_dir / "html" / "mozilla_readability")
     wanted = [word.strip() for word in args.rows.split(",") if word.strip()]
@@ -752,7 +897,7 @@ def main(argv: list[str] | None = None) -> int:
     points = [] if args.skip_grid else grid_search(gold)
     crawls = [measure_crawl(data_dir / name, name.split("/", 1)[1]) for name in SAME_HOST_CRAWLS]
 
-    result = {
+    return {
         "repeats": args.repeats, "pages": len(gold) + len(readability),
         "counts": (f"trafilatura_eval {len(gold)} pages, {sum(len(p.with_snippets) for p in gold)} `with` / "
                    f"{sum(len(p.without_snippets) for p in gold)} `without` snippets; mozilla_readability "
@@ -770,9 +915,32 @@ def main(argv: list[str] | None = None) -> int:
         "grid_even_pages": points,
         "same_host_crawls": crawls,
     }
-    document = write_result(args.out, result, "extraction_quality.py", sys.argv[1:] if argv is None else argv)
-    args.out.with_suffix(".md").write_text(render_markdown(document), encoding="utf-8")
-    print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="shared data (default: SLUICE_DATA_DIR or ../shared/data)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"default: {FULL_RESULT.name}, or {WCXB_RESULT.name} with --wcxb-only (in results/)")
+    parser.add_argument("--wcxb-only", action="store_true",
+                        help="measure only the WCXB section, into a file of its own (never merged into the full one)")
+    parser.add_argument("--repeats", type=int, default=2, help="timing passes per row; the fastest counts")
+    parser.add_argument("--rows", default="", help="only rows whose name contains one of these comma-separated "
+                                                   "words (the default and peer rows always run)")
+    parser.add_argument("--skip-grid", action="store_true", help="skip the threshold search (quick runs)")
+    args = parser.parse_args(argv)
+
+    data_dir = args.data_dir or shared_data_dir()
+    wcxb = measure_wcxb(data_dir / "html" / "wcxb")
+    if args.wcxb_only:
+        out, result, render = args.out or WCXB_RESULT, {"wcxb": wcxb}, render_wcxb_markdown
+    else:
+        result = gold_set_figures(args, data_dir) | {"wcxb": wcxb}
+        out, render = args.out or FULL_RESULT, render_markdown
+    document = write_result(out, result, "extraction_quality.py", sys.argv[1:] if argv is None else argv)
+    out.with_suffix(".md").write_text(render(document), encoding="utf-8")
+    print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0
 
 
