@@ -1,5 +1,6 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
-compare ablations, sweep model sizes and fit a scaling law, and start the long-running services (`sluice server`)."""
+compare ablations, sweep model sizes and fit a scaling law, sample or export a trained model, and start the
+long-running services (`sluice server`)."""
 from __future__ import annotations
 
 import argparse
@@ -92,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     sample.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     sample.add_argument("--seed", type=int, default=0)
 
+    export = commands.add_parser("export", help="write a trained model as a Hugging Face checkpoint (Qwen3 "
+                                                "architecture, fast tokenizer) that transformers loads")
+    export.add_argument("model_uri", help="models:/<model id> (printed by `sluice train`, `run`, `ablate`) or a "
+                                          "registered models:/<name>/<version>")
+    export.add_argument("out_dir", type=Path)
+
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--prefect-port", type=int, default=4200)
@@ -160,6 +167,8 @@ def _command(args, recipe) -> int:
         return _doctor(args)
     if args.command == "sample":
         return _sample(args)
+    if args.command == "export":
+        return _export(args)
     if args.command == "recipe-reference":
         from configs.reference import reference_markdown
 
@@ -394,6 +403,30 @@ def _sample(args) -> int:
     params = {"new_tokens": args.new_tokens, "temperature": args.temperature, "seed": args.seed}
     for prompt, continuation in zip(args.prompts, model.predict(args.prompts, params=params)):
         print(f"{prompt}{continuation}")
+    return 0
+
+
+def _export(args) -> int:
+    import mlflow
+
+    from flows.hf_export import export_hf_checkpoint
+    from tasks.tokenize.hf_tokenizer import TokenizerNotConvertible
+    from tracking.store import tracking_uri
+    from training.hf_export import ModelNotExportable
+
+    mlflow.set_tracking_uri(tracking_uri(None))
+    try:
+        result = export_hf_checkpoint(args.model_uri, args.out_dir)
+    except mlflow.exceptions.MlflowException as error:
+        print(f"sluice export {args.model_uri}: {error}", file=sys.stderr)
+        return 2
+    except (ModelNotExportable, TokenizerNotConvertible) as error:
+        print(f"sluice export {args.model_uri}: refused: {error}", file=sys.stderr)
+        return 3
+    print(f"Hugging Face checkpoint written to {result['out_dir']} "
+          f"(AutoModelForCausalLM / AutoTokenizer.from_pretrained)")
+    if result["artifact_uri"]:
+        print(f"logged to MLflow run {result['run_id']}: {result['artifact_uri']}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The layers point one way (DESIGN.md, "Layers"): the allowed arrows between the project's packages are data
 here, and so are the layers a framework may be imported in; any other import fails, with the file and the import.
-A training rank loads neither Prefect nor MLflow."""
+A training rank loads neither Prefect nor MLflow (nor transformers, which only the export uses)."""
 from __future__ import annotations
 
 import ast
@@ -25,7 +25,9 @@ ALLOWED = {
 }
 # a framework -> the packages that may import it (tests and benchmarks use them all)
 CONFINED = {"prefect": {"flows"}, "prefect_dask": {"flows"}, "dask": {"flows"}, "distributed": {"flows"},
-            "mlflow": {"flows", "tracking"}}
+            "mlflow": {"flows", "tracking"},
+            # the Hugging Face export: the model's mapping (training) and the tokenizer's conversion (tasks)
+            "transformers": {"training", "tasks"}}
 
 
 def _imports(path: Path) -> list[str]:
@@ -72,9 +74,10 @@ def test_the_arrows_are_checked_on_every_package():
 
 
 def test_a_training_rank_imports_neither_prefect_mlflow_nor_scipy():
-    # scipy too: the scaling-law fit's optimizer is 0.5 s of every rank's start-up if imported with the module
+    # scipy too: the scaling-law fit's optimizer is 0.5 s of every rank's start-up if imported with the module;
+    # transformers (the export's) would cost seconds more
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, training.train; "
-         "print(' '.join(m for m in ('mlflow', 'prefect', 'flows', 'scipy') if m in sys.modules))"],
+         "print(' '.join(m for m in ('mlflow', 'prefect', 'flows', 'scipy', 'transformers') if m in sys.modules))"],
         cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert loaded == []

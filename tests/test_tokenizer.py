@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from document_shards import document, write_shards     # tests/document_shards.py (pytest puts tests/ on the path)
 
 from configs.tokenizer import EOS_ID, TokenizerConfig
-from storage.document_shard import DOCUMENT_SCHEMA, write_documents
 from storage.token_shard import TokenShard
 from tasks.tokenize.encode import TokenizeJob, tokenize_shard
 from tasks.tokenize.sample import choose, chosen_documents
@@ -23,18 +23,7 @@ def documents(data_dir) -> list[dict]:
     for path in sorted((data_dir / "reference" / "gutenberg_nltk").glob("*.txt"))[:4]:
         paragraphs += [" ".join(p.split()) for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     texts = ["\n".join(paragraphs[index:index + 8]) for index in range(0, min(len(paragraphs), 2400), 8)]
-    return [{"id": f"doc-{index:04d}", "url": f"https://example.org/{index}", "text": text, "lang": "en",
-             "lang_score": 0.9, "source": "test", "warc_path": "", "warc_record_id": "", "warc_offset": 0,
-             "warc_date": "", "charset": "utf-8"} for index, text in enumerate(texts)]
-
-
-def write_shards(root: Path, shards: list[list[dict]]) -> list[str]:
-    urls = []
-    for index, docs in enumerate(shards):
-        url = str(root / f"docs-{index}.parquet")
-        write_documents({name: [doc[name] for doc in docs] for name in DOCUMENT_SCHEMA.names}, url)
-        urls.append(url)
-    return urls
+    return [document(index, text, "en") for index, text in enumerate(texts)]
 
 
 def test_the_sample_depends_on_ids_and_seed_not_on_shards(tmp_path, documents):
