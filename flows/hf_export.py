@@ -24,16 +24,17 @@ def export_hf_checkpoint(model_uri: str, out_dir: str | Path) -> dict:
     processor = loaded.tokenizer
     special = SpecialTokenIds(*(_piece_id(index) for index in (processor.bos_id(), processor.eos_id(),
                                                                 processor.pad_id())))
+    run_id = source_run_id(model_uri)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out) as staging:     # a refusal leaves no half-written checkpoint
+    # staged: a refusal leaves no half-written checkpoint, and only the checkpoint's files reach the run
+    with tempfile.TemporaryDirectory(dir=out) as staging:
         save_hf_tokenizer(processor.serialized_model_proto(), staging, model_max_length=loaded.model.config.seq_len)
         save_qwen3(loaded.model, staging, special)
+        if run_id:
+            mlflow.MlflowClient().log_artifacts(run_id, staging, ARTIFACT_PATH)
         for written in Path(staging).iterdir():
             shutil.move(written, out / written.name)
-    run_id = source_run_id(model_uri)
-    if run_id:
-        mlflow.MlflowClient().log_artifacts(run_id, str(out), ARTIFACT_PATH)
     return {"out_dir": str(out), "run_id": run_id,
             "artifact_uri": f"runs:/{run_id}/{ARTIFACT_PATH}" if run_id else None}
 
