@@ -60,6 +60,7 @@ def corpus(seed: int) -> Path:
 def run_child_flow(args) -> int:
     """(In a child.) The data stages over the given corpora; prints each stage's figures."""
     from flows.curation import curation_flow
+    from storage.stage_figures import FIGURES_KEY
 
     overrides = {"train": {"enabled": False}} | ({"quality": {"kenlm": {"enabled": False}}} if args.no_kenlm else {})
     recipe = bench_recipe(args.store, args.inputs, args.workers, "scale", overrides)
@@ -67,9 +68,10 @@ def run_child_flow(args) -> int:
     print(json.dumps({name: {key: stage["stats"].get(key) for key in (
         "candidates", "documents_out", "wall_seconds", "seconds", "call_seconds", "longest_call_seconds", "task_slots",
         "orchestration_share", "overhead_share")} | {
-        # what the stage's steps wrote to its work/ folder (dedup's shuffles, the mixture's references)
-        "work_bytes": stage["stats"]["notes"].get("work_bytes", 0),
-        "work_files": stage["stats"]["notes"].get("work_files", 0)}
+        # what the stage's steps wrote to its work/ folder (dedup's shuffles, the mixture's references): among the
+        # figures of the stages that have one
+        "work_bytes": stage["stats"].get(FIGURES_KEY, {}).get("work_bytes", 0),
+        "work_files": stage["stats"].get(FIGURES_KEY, {}).get("work_files", 0)}
         for name, stage in stages.items()}))
     return 0
 
