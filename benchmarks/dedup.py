@@ -1,19 +1,20 @@
-"""Dedup quality and speed, side by side: sluice's dedup stage (1 and 2 Dask workers) and datatrove 0.10.1's
-4-stage MinHash dedup, on the same extraction output of the seeded bench corpus.
+"""Dedup quality and speed per core, side by side: sluice's dedup stage on 1 Dask worker and datatrove 0.10.1's
+4-stage MinHash dedup on 1 worker, on the same extraction output of the seeded bench corpus. Two workers over one
+is benchmarks/scale.py's.
 
-    .venv/bin/python benchmarks/dedup.py        # ~10 min on 2 cores; needs the peer venv (setup_peer.sh)
+    .venv/bin/python benchmarks/dedup.py        # ~5 min on 2 cores; needs the peer venv (setup_peer.sh)
 
 Writes benchmarks/results/dedup.json. Everything else lives under benchmarks/_work/ (gitignored).
 
 What runs, each in a fresh process, one at a time:
 1. extraction of the bench corpus (`curation_flow` with dedup off; cached in _work/dedup-bench/extract-store).
-2. sluice's dedup stage as a Prefect flow on a Dask LocalCluster of 1 and of 2 workers, fresh store each time,
+2. sluice's dedup stage as a Prefect flow on a Dask LocalCluster of 1 worker, fresh store each time,
    in four recipes: `full` (the demo's dedup: exact + URL + MinHash-LSH on word bigrams + repeated paragraphs),
    `minhash` (exact + MinHash on datatrove's 5-grams only, what datatrove does), `substring` (`full` plus
    substring dedup) and `five_grams` (`full` with the 5-gram MinHash it had before). Stage wall = the manifest's
    `wall_seconds` (the stage's work, without the one-time Prefect / Dask start-up, reported apart as
    `call_seconds`).
-3. datatrove (benchmarks/peer_dedup_datatrove.py, its own venv) with 1 and 2 workers, same 5-gram shingles and
+3. datatrove (benchmarks/peer_dedup_datatrove.py, its own venv) with 1 worker, same 5-gram shingles and
    14 x 8 bands x rows; its wall is the sum of its 4 executor runs (pool start-up included).
 Quality is scored against the corpus labels (dev/corpus/dedup_score.py) for every run. Peak memory is the
 largest resident set of any single process of the run's tree (psutil, polled every 0.5 s), and of the tree.
@@ -35,7 +36,7 @@ from storage.stage_result import stage_folder  # noqa: E402
 
 BENCH_WORK = WORK / "dedup-bench"
 GOALS = {"precision": 0.99, "residual_duplicate_share": 0.01, "recall_at_0.85": 0.99, "recall_at_0.75": 0.90, "recall_exact": 1.0,
-         "speedup_vs_datatrove_per_core": 3.0, "scaling_2w_over_1w": 1.8}
+         "speedup_vs_datatrove_per_core": 3.0}
 FIVE_GRAMS = {"ngram": 5, "bands": 14, "rows": 8, "verify_jaccard": 0.7}   # datatrove's shingles and bands
 RECIPES = {
     "full": {},                                             # the demo's dedup: word bigrams, 28 x 4, verified at 0.65
@@ -59,7 +60,7 @@ def stage_child(args) -> int:
     from flows.dask_cluster import dask_cluster
     from flows.dedup_stage import dedup_stage_flow
 
-    recipe = bench_recipe(args.store, [args.corpus], args.workers, "dedup", {"dedup": json.loads(args.dedup)})
+    recipe = bench_recipe(args.store, [args.corpus], 1, "dedup", {"dedup": json.loads(args.dedup)})
     parent = json.loads(args.parent)
 
     @flow(name="bench-dedup")
@@ -148,12 +149,12 @@ def precision_on_text(run: dict) -> float:
                  / quality["removed"], 4)
 
 
-def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, labels: Path) -> dict:
-    store = BENCH_WORK / f"store-{name}-w{workers}"
+def run_ours(name: str, extract: dict, corpus: Path, ids: dict, labels: Path) -> dict:
+    store = BENCH_WORK / f"store-{name}"
     shutil.rmtree(store, ignore_errors=True)
     lines, cost = run_child([PYTHON, str(Path(__file__)), "_stage", "--store", str(store), "--corpus", str(corpus),
-                               "--workers", str(workers), "--dedup", json.dumps(RECIPES[name]),
-                               "--parent", json.dumps(extract)], f"sluice dedup {name} w{workers}")
+                               "--dedup", json.dumps(RECIPES[name]), "--parent", json.dumps(extract)],
+                              f"sluice dedup {name}")
     stage = lines[-1]
     report = json.loads((Path(stage_folder(stage)) / "report" / "report.json").read_text())
     stats = stage["stats"]
@@ -165,12 +166,12 @@ def run_ours(name: str, workers: int, extract: dict, corpus: Path, ids: dict, la
             "false_positives_on_text": false_positives_on_text(extract, labels, removed)} | cost
 
 
-def run_peer(workers: int, extract: dict, ids: dict, labels: Path) -> dict:
-    work = BENCH_WORK / f"datatrove-w{workers}"
+def run_peer(extract: dict, ids: dict, labels: Path) -> dict:
+    work = BENCH_WORK / "datatrove"
     shutil.rmtree(work, ignore_errors=True)
     shards = Path(stage_folder(extract)) / "shards"
     lines, cost = run_child([PEER_PYTHON, str(ROOT / "benchmarks" / "peer_dedup_datatrove.py"), str(shards),
-                               "--work", str(work), "--workers", str(workers)], f"datatrove dedup w{workers}")
+                               "--work", str(work), "--workers", "1"], "datatrove dedup")
     peer = lines[-1]
     return {"seconds": peer["seconds"], "peak_rss_mb_self_reported": peer["peak_rss_mb"],
             "documents_in": peer["documents_in"], "removed": len(peer["removed_ids"]),
@@ -184,7 +185,6 @@ def main(argv: list[str] | None = None) -> int:
     child = sub.add_parser("_stage")
     child.add_argument("--store", required=True)
     child.add_argument("--corpus", required=True)
-    child.add_argument("--workers", type=int, default=1)
     child.add_argument("--dedup", default="{}")
     child.add_argument("--parent", default="{}")
     parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ and labels.jsonl (default: bench)")
@@ -198,15 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     labels = corpus / "labels.jsonl"
     extract, extract_cost = bench_extraction(corpus)
     ids = record_ids(extract)
-    runs = {"datatrove_w1": run_peer(1, extract, ids, labels)}
+    runs = {"datatrove": run_peer(extract, ids, labels)}
     for name in RECIPES:
-        runs[f"sluice_{name}_w1"] = run_ours(name, 1, extract, corpus / "warc", ids, labels)
-    runs["datatrove_w2"] = run_peer(2, extract, ids, labels)
-    for name in RECIPES:
-        runs[f"sluice_{name}_w2"] = run_ours(name, 2, extract, corpus / "warc", ids, labels)
+        runs[f"sluice_{name}"] = run_ours(name, extract, corpus / "warc", ids, labels)
 
-    ours, ours2, peer, peer2 = (runs["sluice_full_w1"], runs["sluice_full_w2"], runs["datatrove_w1"],
-                                runs["datatrove_w2"])
+    ours, peer = runs["sluice_full"], runs["datatrove"]
     headline = ours["quality"]
     result = {
         "corpus": corpus_origin,
@@ -223,15 +219,12 @@ def main(argv: list[str] | None = None) -> int:
         # per core: each side on one worker process; sluice's stage wall vs datatrove's four executor runs
         "speedup_vs_datatrove_per_core": ratio(peer["seconds"]["total"], ours["stage_seconds"]),
         "speedup_vs_datatrove_per_core_same_work": ratio(peer["seconds"]["total"],
-                                                         runs["sluice_minhash_w1"]["stage_seconds"]),
-        "speedup_vs_datatrove_2_workers": ratio(peer2["seconds"]["total"], ours2["stage_seconds"]),
-        "scaling_2w_over_1w": ratio(ours["stage_seconds"], ours2["stage_seconds"]),
-        "peer_scaling_2w_over_1w": ratio(peer["seconds"]["total"], peer2["seconds"]["total"]),
+                                                         runs["sluice_minhash"]["stage_seconds"]),
         "peak_rss_mb": ours["peak_process_rss_mb"],
         "peer_peak_rss_mb": peer["peak_process_rss_mb"],
-        "by_recipe": {name: {key: runs[f"sluice_{name}_w1"]["quality"][key] for key in RECIPE_FIGURES}
-                      | {"precision_on_extracted_text": precision_on_text(runs[f"sluice_{name}_w1"]),
-                         "stage_seconds": runs[f"sluice_{name}_w1"]["stage_seconds"]} for name in RECIPES},
+        "by_recipe": {name: {key: runs[f"sluice_{name}"]["quality"][key] for key in RECIPE_FIGURES}
+                      | {"precision_on_extracted_text": precision_on_text(runs[f"sluice_{name}"]),
+                         "stage_seconds": runs[f"sluice_{name}"]["stage_seconds"]} for name in RECIPES},
         "goals": GOALS,
         "runs": runs,
         "extraction": {"manifest": extract["manifest"], "cost": extract_cost},

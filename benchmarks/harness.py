@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gzip
 import json
 import os
 import shlex
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -213,6 +215,46 @@ def bench_extraction(corpus: Path) -> tuple[dict, dict]:
     lines, cost = run_child([PYTHON, __file__, "_extract", str(corpus / "warc"), str(EXTRACTION_STORE)],
                             "extraction (cached)")
     return lines[-1], cost
+
+
+def gzip_is_complete(path: Path) -> bool:
+    """False when a multi-member gzip file ends inside a member (a truncated tail)."""
+    try:
+        with gzip.open(path, "rb") as handle:
+            while handle.read(1 << 22):
+                pass
+        return True
+    except (EOFError, OSError, zlib.error):
+        return False
+
+
+def peer_files(files: list[Path], count: int) -> list[Path]:
+    """The .warc.gz files datatrove extracts (it is several times slower per document): the truncated one(s) first,
+    to see how it takes them, then the first clean ones; all of them when `count` is 0 or more than there are."""
+    gz = [path for path in files if path.name.endswith(".warc.gz")]
+    if count <= 0 or count >= len(gz):
+        return gz
+    damaged = [path for path in gz if not gzip_is_complete(path)]
+    clean = [path for path in gz if path not in damaged]
+    return sorted((damaged[:max(1, count // 2)] + clean)[:count])
+
+
+def linked_folder(files: list[Path]) -> Path:
+    """A folder of links to `files`: datatrove's WarcReader reads a folder."""
+    folder = WORK / "peer-input"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for path in files:
+        (folder / path.name).symlink_to(path.resolve())
+    return folder
+
+
+def peer_extraction(folder: Path, workers: int, label: str, options: tuple[str, ...] = ()) -> dict:
+    """datatrove's extraction (benchmarks/peer_datatrove.py, the peer venv) over a folder, timed in a fresh process:
+    its figures and what it cost."""
+    lines, cost = run_child([PEER_PYTHON, str(BENCH / "peer_datatrove.py"), str(folder), "--workers", str(workers),
+                             "--logging-dir", str(WORK / "datatrove-logs" / label), *options], f"datatrove {label}")
+    return lines[-1] | cost
 
 
 def ratio(numerator: float | None, denominator: float | None, digits: int = 2) -> float | None:

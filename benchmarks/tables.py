@@ -55,9 +55,7 @@ def span(ordered: list[str], separator: str) -> str:
 # Files written before the harness recorded `commit` (f759647): the commit that recorded each (`git log -1 -- FILE`).
 # A file recorded again names its own commit and must leave this list.
 RECORDING_COMMITS = {
-    "startup.json": "5a14538", "scale.json": "c376113", "worker_scaling.json": "8e3c28f",
-    "worker_scaling_device.json": "8e3c28f", "extraction_quality.json": "842a273", "dedup.json": "59538da",
-    "tokenize.json": "e6dff43", "quality.json": "74957c8", "ablation.json": "307e3d3",
+    "startup.json": "5a14538", "extraction_quality.json": "842a273", "quality.json": "74957c8", "ablation.json": "307e3d3",
     "ablation_fixed_draw.json": "95efe37", "ablation_sentencepiece_defaults.json": "eb8d3c6",
     "curation_quality.json": "1a04c30", "training_science.json": "cfe5ee7", "batch_ramp.json": "4e17a65",
 }
@@ -80,9 +78,8 @@ def row_cells(row: str) -> list[str]:
 
 
 def json_files(row: str) -> list[str]:
-    """The result files a row's first cell names: `scale.json`, `.png` is scale.json; `worker_scaling.json`,
-    `_device.json` is worker_scaling.json and worker_scaling_device.json (a name opening with _ or . extends the
-    first one's stem)."""
+    """The result files a row's first cell names: `scale.json`, `.png` is scale.json; `ablation.json`, `_x.json`
+    would be ablation.json and ablation_x.json (a name opening with _ or . extends the first one's stem)."""
     first, *others = re.findall(r"`([^`]+)`", row_cells(row)[0])
     stem = first.removesuffix(".json")
     names = [first, *(stem + name if name[0] in "_." else name for name in others)]
@@ -126,18 +123,15 @@ def throughput_table() -> list[str]:
     result = load("throughput.json")
     rows, files = result["rows"], len(result["peer_files"])
     # the rows' names as throughput.py writes them; datatrove ran on `files` of the corpus's files only
-    sides = [[rows[f"sluice flow, {workers} worker(s): extract stage"] for workers in (1, 2)],
-             [rows["bare loop: extract_shard, 1 process"]],
-             [rows["raw libraries, 1 process"]],
-             [rows[f"datatrove, {workers} worker(s), {files} shards"] for workers in (1, 2)],
-             [rows[f"datatrove at its fastest (Trafilatura no_fallback, no dedup), 1 worker(s), {files} shards"]]]
-    seconds = [side_by_side([row["seconds"] for row in side], ".1f") for side in sides]
+    sides = [rows["sluice flow, 1 worker: extract stage"], rows["bare loop: extract_shard, 1 process"],
+             rows["raw libraries, 1 process"], rows[f"datatrove, 1 worker, {files} shards"],
+             rows[f"datatrove at its fastest (Trafilatura no_fallback, no dedup), 1 worker, {files} shards"]]
+    seconds = [format(row["seconds"], ".1f") for row in sides]
     seconds[-2:] = [f"{cell} ({files} files)" for cell in seconds[-2:]]
-    rates = [side_by_side([row["docs_per_s_per_core"] for row in side], ".1f") for side in sides]
+    rates = [format(row["docs_per_s_per_core"], ".1f") for row in sides]
     return markdown_table(
-        ["", "sluice stage, 1 / 2 workers", "bare loop", "raw libraries", "datatrove default, 1 / 2 workers",
-         "datatrove fastest"], "|---|---|---|---|---|---|",
-        [["seconds", *seconds], ["HTML docs/s per core", *rates]])
+        ["", "sluice stage", "bare loop", "raw libraries", "datatrove default", "datatrove fastest"],
+        "|---|---:|---:|---:|---:|---:|", [["seconds", *seconds], ["HTML docs/s per core", *rates]])
 
 
 # ---------------------------------------------------------------------------------------------------- scale.json
@@ -149,14 +143,17 @@ SCALE_STAGES = ("extract", "dedup", "quality_scores", "quality_filter", "tokeniz
 def scale_table() -> list[str]:
     result = load("scale.json")
     workers, sizes = result["workers"], [f"{size}x" for size in result["sizes"]]
-    # each size's runs on `workers` workers: the smallest size ran again in the scaling pairs, and its figures are over
-    # all its runs (its rate their median)
-    runs = [[run for run in result["runs"] if run["workers"] == workers and run["size"] == size]
-            for size in result["sizes"]]
+    # each size's unconfined runs on `workers` workers: the smallest size ran again in the scaling pairs, and its
+    # figures are over all its runs (its rate their median)
+    runs = [[run for run in result["runs"] if run["workers"] == workers and run["size"] == size
+             and not run.get("cpus")] for size in result["sizes"]]
+    peer = result["peer_extraction"]
     return markdown_table(
         ["stage", f"docs/s per thread {sizes[0]}", *sizes[1:], f"{sizes[-1]} / {sizes[0]}",
          "orchestration share " + " / ".join(sizes), f"{workers}w / 1w"], "|---|---:|---:|---:|---:|---|---|",
-        [scale_row(stage, runs, result["scaling_2w_over_1w"].get(stage)) for stage in SCALE_STAGES])
+        [*(scale_row(stage, runs, result["scaling_2w_over_1w"].get(stage)) for stage in SCALE_STAGES),
+         [f"datatrove extract ({len(peer['files'])} files)", *[""] * (len(sizes) + 2),
+          f"{peer['scaling_2w_over_1w']:.2f}"]])
 
 
 def scale_row(stage: str, runs: list[list[dict]], scaling: float | None) -> list[str]:
@@ -202,17 +199,16 @@ DEDUP_RECIPES = ("full", "five_grams", "substring", "minhash")
 def dedup_table() -> list[str]:
     result = load("dedup.json")
     runs, ours = result["runs"], [result["by_recipe"][name] for name in DEDUP_RECIPES]
-    peer = runs["datatrove_w1"]["quality"]
+    peer = runs["datatrove"]["quality"]
     precision = [side_by_side([row["precision"], row["precision_on_extracted_text"]], ".3f") for row in ours]
     residual = [f"{row['residual_duplicate_share']:.4f}; {row['recall']:.3f}" for row in [*ours, peer]]
-    seconds = [side_by_side([runs[f"sluice_{name}_w{workers}"]["stage_seconds"] for workers in (1, 2)], ".1f")
-               for name in DEDUP_RECIPES]
-    peer_seconds = side_by_side([runs[f"datatrove_w{workers}"]["seconds"]["total"] for workers in (1, 2)], ".1f")
+    seconds = [format(runs[f"sluice_{name}"]["stage_seconds"], ".1f") for name in DEDUP_RECIPES]
+    peer_seconds = format(runs["datatrove"]["seconds"]["total"], ".1f")
     return markdown_table(
         ["", *DEDUP_RECIPES, "datatrove"], "|---|---:|---:|---:|---:|---:|",
         [["precision (labels) / on the text", *precision, format(peer["precision"], ".3f")],
          ["residual duplicate share; recall (labelled pairs)", *residual],
-         ["seconds, 1 / 2 workers", *seconds, peer_seconds]])
+         ["seconds, 1 worker", *seconds, peer_seconds]])
 
 
 # ------------------------------------------------------------------------------------------------ ablation*.json

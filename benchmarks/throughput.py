@@ -1,7 +1,8 @@
-"""Extraction throughput, side by side: sluice's flow (1 and 2 Dask workers), the bare loop, the raw libraries and
-datatrove 0.10.1 (`WarcReader -> Trafilatura -> LanguageFilter`, 1 and 2 workers), on the bench corpus.
+"""Extraction throughput per core, side by side: sluice's flow on 1 Dask worker, the bare loop, the raw libraries and
+datatrove 0.10.1 (`WarcReader -> Trafilatura -> LanguageFilter`) on 1 worker, on the bench corpus. Two workers over
+one, ours and datatrove's, is benchmarks/scale.py's.
 
-    .venv/bin/python benchmarks/throughput.py        # ~8 min on 2 cores; --help for options
+    .venv/bin/python benchmarks/throughput.py        # ~5 min on 2 cores; --help for options
 
 Writes benchmarks/results/throughput.json. Each side runs in a fresh process (benchmarks/harness.py):
 - the sluice flow: `curation_flow` of configs/demo.yaml with only extraction on, the corpus as input and a fresh
@@ -9,35 +10,34 @@ Writes benchmarks/results/throughput.json. Each side runs in a fresh process (be
   ephemeral server, MLflow run, Dask LocalCluster start and stop) is start-up, also timed alone on one document.
 - the bare loop (benchmarks/bare_loop.py): `extract_shard` over every file in one process, no Prefect or Dask;
   and the raw libraries (FastWARC + Resiliparse + fastText only) for reference.
-- datatrove (benchmarks/peer_datatrove.py, its own venv) at its default (Trafilatura as datatrove configures it,
-  1 and 2 workers) and at its fastest (`--fastest`: Trafilatura's no_fallback mode, no deduplication; 1 worker), so
-  the ratio a reader quotes is not against a slow setting. It is several times slower per document, so by default
+- datatrove (benchmarks/peer_datatrove.py, its own venv) at its default (Trafilatura as datatrove configures it)
+  and at its fastest (`--fastest`: Trafilatura's no_fallback mode, no deduplication), so the ratio a reader quotes
+  is not against a slow setting. It is several times slower per document, so by default
   it runs on 2 of the shards (the truncated one and the first clean one); sluice's task seconds on exactly those
   shards are taken from its per-shard records for a like-for-like row.
 
 Documents per second use one numerator for every tool: the HTML responses in the input (any HTTP status; what a
-WARC reader hands to an HTML extractor), counted once with FastWARC. Per core = divided by the worker processes.
+WARC reader hands to an HTML extractor), counted once with FastWARC. Every side runs on one core.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import json
 import shutil
 import sys
 import time
-import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import (BENCH, EXTRACT_ONLY, PEER_PYTHON, PYTHON, RESULTS, WORK, bench_recipe,  # noqa: E402
-                                ensure_corpus, ensure_peer, goal, input_files, ratio, run_child, write_result)
+from benchmarks.harness import (BENCH, EXTRACT_ONLY, PYTHON, RESULTS, WORK, bench_recipe, ensure_corpus,  # noqa: E402
+                                ensure_peer, goal, gzip_is_complete, input_files, linked_folder, peer_extraction,
+                                peer_files, ratio, run_child, write_result)
 from storage.locations import shared_data_dir  # noqa: E402
 
 ONE_PAGE = shared_data_dir() / "warc" / "commoncrawl" / "whirlwind-python" / "whirlwind.warc.gz"  # one HTML page
-GOALS = {"ours_vs_datatrove_per_core": 10.0, "ours_stage_vs_bare_max": 1.3, "scaling_2w_over_1w": 1.8}
+GOALS = {"ours_vs_datatrove_per_core": 10.0, "ours_stage_vs_bare_max": 1.3}
 
 
 def flow_child(args) -> int:
@@ -83,17 +83,6 @@ def fastest(runs: list[dict], key: str) -> dict:
 # ----------------------------------------------------------------------------------------------- the input
 
 
-def gzip_is_complete(path: Path) -> bool:
-    """False when a multi-member gzip file ends inside a member (a truncated tail)."""
-    try:
-        with gzip.open(path, "rb") as handle:
-            while handle.read(1 << 22):
-                pass
-        return True
-    except (EOFError, OSError, zlib.error):
-        return False
-
-
 def census(files: list[Path]) -> dict[str, dict]:
     """Per file, counted once with FastWARC: bytes, responses, HTML responses (the docs/s numerator), truncation."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
@@ -110,25 +99,6 @@ def census(files: list[Path]) -> dict[str, dict]:
     return out
 
 
-def peer_subset(files: list[Path], counts: dict[str, dict], count: int) -> list[Path]:
-    """The truncated shard(s) first (to see how datatrove takes them), then the first clean .warc.gz shards."""
-    gz = [path for path in files if path.name.endswith(".warc.gz")]
-    if count <= 0 or count >= len(gz):
-        return gz
-    damaged = [path for path in gz if counts[path.name]["truncated"]]
-    clean = [path for path in gz if path not in damaged]
-    return sorted((damaged[:max(1, count // 2)] + clean)[:count])
-
-
-def linked_folder(files: list[Path]) -> Path:
-    folder = WORK / "peer-input"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    for path in files:
-        (folder / path.name).symlink_to(path.resolve())
-    return folder
-
-
 # ----------------------------------------------------------------------------------------------- figures
 
 
@@ -139,61 +109,53 @@ def rate(html: int, seconds: float, cores: int, cpu: float | None = None) -> dic
     return out
 
 
-def figures(runs: dict, counts: dict[str, dict], peer_files: list[Path]) -> dict:
+def figures(runs: dict, counts: dict[str, dict], peers: list[Path]) -> dict:
     html = sum(c["html_responses"] for c in counts.values())
-    peer_html = sum(counts[path.name]["html_responses"] for path in peer_files)
-    rows = {}
-    for workers in (1, 2):
-        flow = runs[f"flow_w{workers}"]
-        rows[f"sluice flow, {workers} worker(s): extract stage"] = rate(html, flow["stage_wall_seconds"], workers)
-        rows[f"sluice flow, {workers} worker(s): whole process (start-up included)"] = rate(
-            html, flow["process_seconds"], workers, flow["process_tree_cpu_seconds"])
+    peer_html = sum(counts[path.name]["html_responses"] for path in peers)
+    flow = runs["flow_w1"]
+    rows = {"sluice flow, 1 worker: extract stage": rate(html, flow["stage_wall_seconds"], 1),
+            "sluice flow, 1 worker: whole process (start-up included)": rate(
+                html, flow["process_seconds"], 1, flow["process_tree_cpu_seconds"])}
     for key, name in (("bare", "bare loop: extract_shard, 1 process"), ("raw", "raw libraries, 1 process")):
         rows[name] = rate(html, runs[key]["wall_seconds"], 1, runs[key]["cpu_seconds"])
-    if peer_files:
-        same = sum(runs["flow_w1"]["shard_seconds"][path.name] for path in peer_files)
-        rows[f"sluice, 1 worker: task seconds on datatrove's {len(peer_files)} shards"] = rate(peer_html, same, 1)
-        for workers in (1, 2):
-            peer = runs[f"datatrove_w{workers}"]
-            rows[f"datatrove, {workers} worker(s), {len(peer_files)} shards"] = rate(
-                peer_html, peer["wall_seconds"], workers, peer["process_tree_cpu_seconds"])
-        fastest_peer = runs["datatrove_fastest_w1"]
-        rows[_fastest_peer_row(peer_files)] = rate(peer_html, fastest_peer["wall_seconds"], 1,
-                                                   fastest_peer["process_tree_cpu_seconds"])
+    if peers:
+        same = sum(runs["flow_w1"]["shard_seconds"][path.name] for path in peers)
+        rows[f"sluice, 1 worker: task seconds on datatrove's {len(peers)} shards"] = rate(peer_html, same, 1)
+        for key, row in peer_rows(peers).items():
+            rows[row] = rate(peer_html, runs[key]["wall_seconds"], 1, runs[key]["process_tree_cpu_seconds"])
     return rows
 
 
-def _fastest_peer_row(peer_files: list[Path]) -> str:
-    return f"datatrove at its fastest (Trafilatura no_fallback, no dedup), 1 worker(s), {len(peer_files)} shards"
+def peer_rows(peers: list[Path]) -> dict[str, str]:
+    """datatrove's runs -> their rows: its default and its fastest configuration, on one worker."""
+    return {"datatrove": f"datatrove, 1 worker, {len(peers)} shards",
+            "datatrove_fastest": f"datatrove at its fastest (Trafilatura no_fallback, no dedup), 1 worker, "
+                                 f"{len(peers)} shards"}
 
 
-def summary(runs: dict, rows: dict, peer_files: list[Path]) -> dict:
-    stage1, stage2 = runs["flow_w1"]["stage_wall_seconds"], runs["flow_w2"]["stage_wall_seconds"]
-    peer_row = f"datatrove, 1 worker(s), {len(peer_files)} shards"
-    ours = rows["sluice flow, 1 worker(s): extract stage"]["docs_per_s_per_core"]
-    ours_same_shards = rows[f"sluice, 1 worker: task seconds on datatrove's {len(peer_files)} shards"][
-        "docs_per_s_per_core"] if peer_files else None
+def summary(runs: dict, rows: dict, peers: list[Path]) -> dict:
+    stage = runs["flow_w1"]["stage_wall_seconds"]
+    ours = rows["sluice flow, 1 worker: extract stage"]["docs_per_s_per_core"]
+    ours_same_shards = rows[f"sluice, 1 worker: task seconds on datatrove's {len(peers)} shards"][
+        "docs_per_s_per_core"] if peers else None
 
     def against(row: str) -> tuple[float | None, float | None]:
-        if not peer_files:
+        if not peers:
             return None, None
         peer = rows[row]["docs_per_s_per_core"]
         return ratio(ours, peer), ratio(ours_same_shards, peer)
 
-    per_core_vs_peer, same_shards_vs_peer = against(peer_row)
-    per_core_vs_fastest, same_shards_vs_fastest = against(_fastest_peer_row(peer_files))
+    per_core_vs_peer, same_shards_vs_peer = against(peer_rows(peers)["datatrove"])
+    per_core_vs_fastest, same_shards_vs_fastest = against(peer_rows(peers)["datatrove_fastest"])
     out = {
         "ours_vs_datatrove_per_core": per_core_vs_peer,
         "ours_vs_datatrove_per_core_same_shards": same_shards_vs_peer,
         "ours_vs_datatrove_fastest_per_core": per_core_vs_fastest,
         "ours_vs_datatrove_fastest_per_core_same_shards": same_shards_vs_fastest,
-        "ours_stage_over_bare_seconds": ratio(stage1, runs["bare"]["wall_seconds"]),
+        "ours_stage_over_bare_seconds": ratio(stage, runs["bare"]["wall_seconds"]),
         "bare_over_raw_seconds": ratio(runs["bare"]["wall_seconds"], runs["raw"]["wall_seconds"]),
-        "scaling_2w_over_1w": ratio(stage1, stage2),
-        "peer_scaling_2w_over_1w": ratio(runs["datatrove_w1"]["wall_seconds"], runs["datatrove_w2"]["wall_seconds"])
-        if peer_files else None,
         "startup_seconds_one_document": runs["probe"]["process_seconds"],
-        "startup_seconds_full_run_w1": round(runs["flow_w1"]["process_seconds"] - stage1, 2),
+        "startup_seconds_full_run_w1": round(runs["flow_w1"]["process_seconds"] - stage, 2),
     }
     out["goals"] = {
         "ours >= 10x datatrove per core": goal(out["ours_vs_datatrove_per_core"], ">=",
@@ -202,7 +164,6 @@ def summary(runs: dict, rows: dict, peer_files: list[Path]) -> dict:
                                                                GOALS["ours_vs_datatrove_per_core"]),
         "ours stage within 1.3x of the bare loop": goal(out["ours_stage_over_bare_seconds"], "<=",
                                                         GOALS["ours_stage_vs_bare_max"]),
-        "2 workers >= 1.8x 1 worker (stage)": goal(out["scaling_2w_over_1w"], ">=", GOALS["scaling_2w_over_1w"]),
     }
     return out
 
@@ -231,28 +192,23 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict] = {}
     runs["warmup"] = run_flow([ONE_PAGE], 1, "warmup")   # not counted: creates the Prefect database, fills bytecode
     runs["probe"] = run_flow([ONE_PAGE], 1, "one-document")
-    for workers in (1, 2):
-        runs[f"flow_w{workers}"] = fastest(
-            [run_flow([corpus / "warc"], workers, f"w{workers}-r{attempt}") for attempt in range(args.repeat)],
-            "stage_wall_seconds")
+    runs["flow_w1"] = fastest([run_flow([corpus / "warc"], 1, f"w1-r{attempt}") for attempt in range(args.repeat)],
+                              "stage_wall_seconds")
     bare = [run_child([PYTHON, str(BENCH / "bare_loop.py"), str(corpus / "warc"), "--mode", "both"],
                       f"bare loops r{attempt}")[0] for attempt in range(args.repeat)]
     runs["bare"] = fastest([lines[0] for lines in bare], "wall_seconds")
     runs["raw"] = fastest([lines[1] for lines in bare], "wall_seconds")
     ensure_peer()
-    peer_files = peer_subset(files, counts, args.peer_files)
-    folder = linked_folder(peer_files)
-    for label, workers, options in (("w1", 1, []), ("w2", 2, []), ("fastest_w1", 1, ["--fastest"])):
-        lines, cost = run_child([PEER_PYTHON, str(BENCH / "peer_datatrove.py"), str(folder), "--workers",
-                                 str(workers), "--logging-dir", str(WORK / "datatrove-logs" / label), *options],
-                                f"datatrove {label}")
-        runs[f"datatrove_{label}"] = lines[-1] | cost
-    rows = figures(runs, counts, peer_files)
+    peers = peer_files(files, args.peer_files)
+    folder = linked_folder(peers)
+    runs["datatrove"] = peer_extraction(folder, 1, "default")
+    runs["datatrove_fastest"] = peer_extraction(folder, 1, "fastest", ("--fastest",))
+    rows = figures(runs, counts, peers)
     write_result(args.out, {
         "corpus": {"origin": origin, "files": len(files), "bytes": sum(c["bytes"] for c in counts.values()),
                    "html_responses": sum(c["html_responses"] for c in counts.values()),
                    "truncated": [name for name, c in counts.items() if c["truncated"]]},
-        **summary(runs, rows, peer_files), "rows": rows, "peer_files": [path.name for path in peer_files],
+        **summary(runs, rows, peers), "rows": rows, "peer_files": [path.name for path in peers],
         "runs": runs, "benchmark_seconds": round(time.perf_counter() - started, 1)}, "throughput.py", argv)
     return 0
 

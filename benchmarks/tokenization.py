@@ -1,7 +1,7 @@
-"""Tokenization speed, side by side: sluice's tokenize stage (1 and 2 Dask workers), a bare single-process
+"""Tokenization speed per core, side by side: sluice's tokenize stage (1 Dask worker), a bare single-process
 SentencePiece encode loop, and datatrove 0.10.1's DocumentTokenizer with a `tokenizers` BPE of the same
 vocabulary trained on the same sample; plus tokenizer training time vs sample size and the mixture's weight
-error at the demo's mixture settings.
+error at the demo's mixture settings. Two workers over one is benchmarks/scale.py's.
 
     .venv/bin/python benchmarks/tokenization.py      # ~6 min on 2 cores; needs the peer venv (setup_peer.sh)
 
@@ -10,8 +10,8 @@ Writes benchmarks/results/tokenize.json. Every timed run is a fresh process, one
 - training: `train_tokenizer` (SentencePiece BPE, 32,000 pieces) on 1,000, 2,500 and all documents; the last
   model is the one every run uses, and its sample lines are the peer tokenizer's training text.
 - bare loop: read each shard's texts and `SentencePieceProcessor.encode` them (one thread), nothing else.
-- stage: `tokenize_stage_flow` on a Dask LocalCluster; seconds = the manifest's `wall_seconds`.
-- datatrove: ParquetReader -> DocumentTokenizer (no shuffling), one task per shard.
+- stage: `tokenize_stage_flow` on a Dask LocalCluster of 1 worker; seconds = the manifest's `wall_seconds`.
+- datatrove: ParquetReader -> DocumentTokenizer (no shuffling), one task per shard, 1 worker.
 Per core: each side on one worker; the ratio compares seconds for the same documents (the two tokenizers cut
 text into different numbers of tokens, so tokens/s is given for each but not compared).
 """
@@ -34,8 +34,7 @@ from storage.stage_result import stage_folder, stage_shard_urls  # noqa: E402
 WORK = BENCH_WORK / "tokenize-bench"
 VOCAB = 32000
 SAMPLE_SIZES = (1000, 2500, 100_000)
-GOALS = {"stage_over_bare_loop": 1.2, "speedup_vs_datatrove_per_core": 1.0, "scaling_2w_over_1w": 1.8,
-         "mixture_max_abs_weight_error": 0.01}
+GOALS = {"stage_over_bare_loop": 1.2, "speedup_vs_datatrove_per_core": 1.0, "mixture_max_abs_weight_error": 0.01}
 
 
 def train_child(args) -> int:
@@ -83,7 +82,7 @@ def stage_child(args) -> int:
 
     extract = json.loads(args.extract)
     tokenizer = TokenizerConfig(vocab_size=VOCAB, sample_documents=SAMPLE_SIZES[-1])   # defaults, not the demo's
-    shared = bench_recipe(WORK / "tokenizer-store", [args.corpus], args.workers, "tokenize",
+    shared = bench_recipe(WORK / "tokenizer-store", [args.corpus], 1, "tokenize",
                           {"tokenizer": tokenizer.model_dump(mode="json")})
     fresh = shared.model_copy(update={"store": args.store})
 
@@ -119,7 +118,6 @@ def main(argv: list[str] | None = None) -> int:
         child.add_argument("--extract", required=True)
         child.add_argument("--model", default="")
         child.add_argument("--sample-documents", type=int, default=0)
-        child.add_argument("--workers", type=int, default=1)
         child.add_argument("--store", default="")
         child.add_argument("--corpus", default="")
     parser.add_argument("--corpus", type=Path, help="corpus folder with warc/ (default: the bench corpus)")
@@ -143,39 +141,32 @@ def main(argv: list[str] | None = None) -> int:
     model = str(WORK / f"tokenizer-{SAMPLE_SIZES[-1]}.model")
     bare, bare_cost = run_child([PYTHON, __file__, "_bare", *common, "--model", model], "bare encode loop")
     bare = bare[-1] | bare_cost
-    runs = {}
-    for workers in (1, 2):
-        lines, cost = run_child([PYTHON, __file__, "_stage", *common, "--workers", str(workers), "--store",
-                                 str(WORK / f"store-w{workers}"), "--corpus", str(corpus / "warc")],
-                                f"sluice tokenize w{workers}")
-        runs[f"sluice_w{workers}"] = lines[-1] | cost
-        peer_lines, peer_cost = run_child(
-            [PEER_PYTHON, str(ROOT / "benchmarks" / "peer_tokenize_datatrove.py"),
-             str(Path(stage_folder(extract), "shards")), "--sample", model + ".sample.txt", "--vocab",
-             str(VOCAB), "--work", str(WORK / f"datatrove-w{workers}"), "--workers", str(workers)],
-            f"datatrove tokenize w{workers}")
-        runs[f"datatrove_w{workers}"] = peer_lines[-1] | peer_cost
+    lines, cost = run_child([PYTHON, __file__, "_stage", *common, "--store", str(WORK / "store"), "--corpus",
+                             str(corpus / "warc")], "sluice tokenize")
+    peer_lines, peer_cost = run_child(
+        [PEER_PYTHON, str(ROOT / "benchmarks" / "peer_tokenize_datatrove.py"),
+         str(Path(stage_folder(extract), "shards")), "--sample", model + ".sample.txt", "--vocab", str(VOCAB),
+         "--work", str(WORK / "datatrove"), "--workers", "1"],
+        "datatrove tokenize")
+    runs = {"sluice": lines[-1] | cost, "datatrove": peer_lines[-1] | peer_cost}
 
-    ours1, ours2 = (runs[f"sluice_w{w}"]["stats"] for w in (1, 2))
-    seconds1, seconds2 = ours1["wall_seconds"], ours2["wall_seconds"]
-    tokens = ours1["notes"]["tokens"]
-    peer1, peer2 = (runs[f"datatrove_w{w}"] for w in (1, 2))
+    ours, peer = runs["sluice"]["stats"], runs["datatrove"]
+    seconds = ours["wall_seconds"]
+    tokens = ours["notes"]["tokens"]
     result = {
         "corpus": corpus_origin,
-        "documents": ours1["candidates"], "text_mb": round(ours1["bytes_in"] / 1e6, 2), "tokens": tokens,
-        "tokens_per_s_per_core": round(tokens / seconds1),
-        "text_mb_per_s_per_core": round(ours1["bytes_in"] / 1e6 / seconds1, 3),
+        "documents": ours["candidates"], "text_mb": round(ours["bytes_in"] / 1e6, 2), "tokens": tokens,
+        "tokens_per_s_per_core": round(tokens / seconds),
+        "text_mb_per_s_per_core": round(ours["bytes_in"] / 1e6 / seconds, 3),
         "bare_loop_tokens_per_s": round(bare["tokens"] / bare["seconds"]),
-        "stage_over_bare_loop": ratio(seconds1, bare["seconds"]),
-        "speedup_vs_datatrove_per_core": ratio(peer1["seconds"]["tokenize"], seconds1),
-        "peer_tokens_per_s_per_core": round(peer1["tokens"] / peer1["seconds"]["tokenize"]),
-        "scaling_2w_over_1w": ratio(seconds1, seconds2),
-        "peer_scaling_2w_over_1w": ratio(peer1["seconds"]["tokenize"], peer2["seconds"]["tokenize"]),
+        "stage_over_bare_loop": ratio(seconds, bare["seconds"]),
+        "speedup_vs_datatrove_per_core": ratio(peer["seconds"]["tokenize"], seconds),
+        "peer_tokens_per_s_per_core": round(peer["tokens"] / peer["seconds"]["tokenize"]),
         "tokenizer_training": [{"sample_documents": t["train_documents"], "lines": t["train_lines"],
                                 "seconds": t["seconds"], "vocab_size": t["vocab_size"]} for t in training],
-        "peer_tokenizer_training_seconds": peer1["seconds"]["train_tokenizer"],
+        "peer_tokenizer_training_seconds": peer["seconds"]["train_tokenizer"],
         "heldout": training[-1]["heldout"],
-        "mixture": mixture_error(runs["sluice_w1"], extract),
+        "mixture": mixture_error(runs["sluice"], extract),
         "goals": GOALS, "bare_loop": bare, "runs": runs,
     }
     result["mixture_max_abs_weight_error"] = result["mixture"]["max_abs_weight_error"]
