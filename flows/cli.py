@@ -1,6 +1,6 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
-compare ablations, sweep model sizes and fit a scaling law, sample or export a trained model, and start the
-long-running services (`sluice server`)."""
+compare ablations, sweep model sizes and fit a scaling law, sample or export a trained model, export token shards
+for Megatron, and start the long-running services (`sluice server`)."""
 from __future__ import annotations
 
 import argparse
@@ -99,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
                                           "registered models:/<name>/<version>")
     export.add_argument("out_dir", type=Path)
 
+    megatron = commands.add_parser("export-megatron", help="write a tokenize or mixture stage's token shards as "
+                                                          "Megatron indexed datasets (.bin/.idx)")
+    megatron.add_argument("manifest", help="the stage's manifest.json (printed by `sluice run`, in its stage folder)")
+    megatron.add_argument("out_dir", type=Path)
+
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--prefect-port", type=int, default=4200)
@@ -169,6 +174,8 @@ def _command(args, recipe) -> int:
         return _sample(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "export-megatron":
+        return _export_megatron(args)
     if args.command == "recipe-reference":
         from configs.reference import reference_markdown
 
@@ -427,6 +434,19 @@ def _export(args) -> int:
           f"(AutoModelForCausalLM / AutoTokenizer.from_pretrained)")
     if result["artifact_uri"]:
         print(f"logged to MLflow run {result['run_id']}: {result['artifact_uri']}")
+    return 0
+
+
+def _export_megatron(args) -> int:
+    from storage.megatron_shard import export_token_stage
+
+    try:
+        written = export_token_stage(args.manifest, args.out_dir)
+    except (OSError, ValueError) as error:
+        print(f"sluice export-megatron: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(written)} Megatron indexed datasets written under {args.out_dir} (data prefixes: the paths without "
+          ".bin/.idx)")
     return 0
 
 

@@ -354,3 +354,22 @@ def test_a_stage_runs_without_prefect_to_the_same_output(first_run, recipe, tmp_
     assert json.loads(done.stdout.splitlines()[-1]) == {"extract": first_run["stages"]["extract"]["digest"],
                                                         "dedup": first_run["stages"]["dedup"]["digest"],
                                                         "cached": False, "loaded": []}
+
+
+def test_the_token_stages_export_to_megatron(first_run, tmp_path):
+    """`sluice export-megatron`: the tokenize stage's shards, read by megatron-core's own reader, hold the same
+    documents as the shards the trainer reads (storage.megatron_shard)."""
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    from flows.cli import main
+    from storage.manifest import Manifest
+    from storage.token_shard import TokenShard
+
+    manifest = first_run["stages"]["tokenize"]["manifest"]
+    assert main(["export-megatron", manifest, str(tmp_path)]) == 0
+    shards = Manifest.load(manifest).shards
+    assert shards
+    for entry in shards:
+        ours, theirs = TokenShard(f"{Path(manifest).parent}/{entry.path}"), IndexedDataset(str(tmp_path / entry.path))
+        assert len(theirs) == len(ours) == entry.documents
+        assert all(theirs[index].tolist() == ours.document(index).tolist() for index in range(len(ours)))
