@@ -6,7 +6,6 @@ process, without Prefect, through `tasks.stage_run.run_in_process`.
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable, Sequence
 
 from prefect import get_run_logger, task
@@ -19,9 +18,8 @@ from flows.reporting import publish_stage_report
 from flows.step_progress import StepProgress
 from flows.ui_writes import ui_writes_sent
 from storage.stage_result import StageResult
-from tasks.fan_out import completed
 from tasks.stage import Stage
-from tasks.stage_run import log_warnings
+from tasks.stage_run import step_results
 from tasks.stage_run import run_stage as run_stage_with
 
 
@@ -64,16 +62,8 @@ class PrefectSteps:
 def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict,
           job_sizes: list[int] | None, on_result: Callable[[dict], None] | None) -> list[dict]:
     logger = get_run_logger()
-    progress = StepProgress(label, len(jobs), logger)
-    results: list[dict | None] = [None] * len(jobs)
-    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
-                                           start=1):
-        log_warnings(logger, result)
-        results[index] = result
-        if on_result is not None:
-            on_result(result)
-        progress.update(done)
-    return results
+    return step_results(function, jobs, arguments, job_sizes, on_result, logger,
+                        StepProgress(label, len(jobs), logger).update)
 
 
 def _dask_calls() -> DaskCalls | None:

@@ -91,25 +91,33 @@ class InProcessSteps:
 
     def map(self, function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
             on_result: Callable[[dict], None] | None = None, **arguments) -> list[dict]:
-        jobs = list(jobs)
-        results: list[dict | None] = [None] * len(jobs)
-        reported_tenth = 0
-        for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
-                                               start=1):
-            log_warnings(self.logger, result)
-            results[index] = result
-            if on_result is not None:
-                on_result(result)
-            if 10 * done // len(jobs) > reported_tenth or done == len(jobs):
-                reported_tenth = 10 * done // len(jobs)
-                self.logger.info("%s: %d/%d done", label, done, len(jobs))
-        return results
+        total, reported_tenth = len(jobs), 0
+
+        def progress(done: int) -> None:
+            nonlocal reported_tenth
+            if 10 * done // total > reported_tenth or done == total:
+                reported_tenth = 10 * done // total
+                self.logger.info("%s: %d/%d done", label, done, total)
+
+        return step_results(function, list(jobs), arguments, job_sizes, on_result, self.logger, progress)
 
     def call(self, function: Callable, *args, label: str, on_cluster: bool = False, **kwargs):
         return function(*args, **kwargs)
 
 
-def log_warnings(logger: logging.Logger | logging.LoggerAdapter, result) -> None:
-    """Log the `warnings` lines a call returned (a group's result is a list: none)."""
-    for line in result.pop("warnings", []) if isinstance(result, dict) else ():
-        logger.warning("%s", line)
+def step_results(function: Callable[..., dict], jobs: list, arguments: dict, job_sizes: Sequence[int] | None,
+                 on_result: Callable[[dict], None] | None, logger: logging.Logger | logging.LoggerAdapter,
+                 progress: Callable[[int], None]) -> list[dict]:
+    """A step's loop, whichever runner: `function(job, **arguments)` for every job (`tasks.fan_out.completed`:
+    on the stage's cluster, if any), the `warnings` a call returns logged, `on_result` and `progress(done)` called
+    as results come; the results in job order."""
+    results: list[dict | None] = [None] * len(jobs)
+    for done, (index, result) in enumerate(completed(partial(function, **arguments), jobs, sizes=job_sizes),
+                                           start=1):
+        for line in result.pop("warnings", []) if isinstance(result, dict) else ():   # a group's is a list
+            logger.warning("%s", line)
+        results[index] = result
+        if on_result is not None:
+            on_result(result)
+        progress(done)
+    return results

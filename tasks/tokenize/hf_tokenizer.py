@@ -4,12 +4,13 @@ Built from the model's own settings rather than by `transformers`' generic conve
 follow `remove_extra_whitespaces` and whose vocabulary matches `<s>` or `<0x41>` typed in the text:
 - normalization: the precompiled character map (nmt_nfkc, nfkc, the *_cf rules; none for identity), then, with
   `remove_extra_whitespaces`, spaces stripped at both ends and runs of them collapsed (SentencePiece looks at ' '
-  only, after the map), then the dummy prefix, then ' ' -> '▁';
+  only, after the map), then the leading space of `add_dummy_prefix`, then ' ' -> '▁';
 - model: BPE with merges ordered as SentencePiece ranks them (the merged piece's score, that is its id), or Unigram
   with the same scores; `byte_fallback` as trained; no pre-tokenizer, since SentencePiece encodes the whole line;
 - special pieces (<unk> <s> </s> <pad>) are ids, never matched in the text (`split_special_tokens`), and nothing is
   added around the ids: SentencePiece's `encode` adds no <s> either;
-- decoding: '▁' -> ' ', byte pieces -> UTF-8, the dummy prefix's space dropped, <unk> as SentencePiece's ' ⁇ '.
+- decoding: '▁' -> ' ', byte pieces -> UTF-8, the leading space of `add_dummy_prefix` dropped, <unk> as
+  SentencePiece's ' ⁇ '.
 
 SentencePiece settings this cannot reproduce are refused (`TokenizerNotConvertible`), none of which
 tasks/tokenize/train.py uses.
@@ -114,6 +115,6 @@ def _decoder(proto) -> decoders.Decoder:
     steps = [decoders.Replace(proto.pieces[proto.trainer_spec.unk_id].piece, proto.trainer_spec.unk_surface),
              decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse()]
     if spec.add_dummy_prefix or spec.remove_extra_whitespaces:
-        # SentencePiece drops the dummy prefix's space, and with remove_extra_whitespaces every leading space
+        # SentencePiece drops the leading space `add_dummy_prefix` added, and with remove_extra_whitespaces every one
         steps.append(decoders.Strip(" ", sys.maxsize if spec.remove_extra_whitespaces else 1, 0))
     return decoders.Sequence(steps)
