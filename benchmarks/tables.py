@@ -101,8 +101,11 @@ def recorded_when(result: dict) -> str:
 
 
 def machine_label(machine: dict | str) -> str:
-    """`AMD` or `Intel` for a 2-core machine, `N cores` for a lent one. The older files wrote the machine as text, and
-    a file of runs made elsewhere says where in its `measured_by` text: the cores are read from any of them."""
+    """`AMD` or `Intel` for a 2-core machine, `N cores` for a lent one, the GPU's name for a lent GPU. The older files
+    wrote the machine as text, and a file of runs made elsewhere says where in its `measured_by` text: the cores are
+    read from any of them."""
+    if isinstance(machine, dict) and "gpu" in machine:
+        return machine["gpu"]
     text = json.dumps(machine)
     found = re.search(r'"cores": (\d+)|(\d+) cores', text)
     cores = int(found[1] or found[2])
