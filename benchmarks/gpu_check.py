@@ -53,6 +53,7 @@ OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory")
 WARMUP_STEPS = 10
 BF16_TOLERANCE_NATS = 0.05
 SMOOTHING_STEPS = 10
+PARTS = ("throughput", "precision", "resume", "bigger")    # in this order; bigger only within the budget
 SIZES = {   # per device kind: model, steps of each measurement, the text the shards hold
     "cuda": {"model": {"preset": "124M"}, "bigger": {"preset": "350M"}, "throughput_steps": 30,
              "precision_steps": 200, "precision_micro_batch": 4, "resume_steps": 20, "shard_bytes": 12_000_000},
@@ -68,19 +69,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--budget-s", type=float, default=240.0, help="skip the bigger model after this long")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"which of {', '.join(PARTS)} to run (a rerun on a lent GPU's last minutes)")
     args = parser.parse_args(argv)
+    parts = args.parts.split(",")
+    if unknown := set(parts) - set(PARTS):
+        parser.error(f"unknown parts {sorted(unknown)}: choose from {', '.join(PARTS)}")
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
         check = Check(args.device, Path(work), args.out / "gpu_check.log")
         result = {"command": f"python3 benchmarks/gpu_check.py {' '.join(argv)}", **environment(args.device),
                   "model": check.sizes["model"], "bigger_model": check.sizes["bigger"]}
-        for part in (check.throughput, check.precision, check.resume):
-            result |= part()
+        for part in (name for name in PARTS[:-1] if name in parts):
+            result |= getattr(check, part)()
             _write(args.out, result, started)
-        if time.monotonic() - started < args.budget_s:
+        if "bigger" in parts and time.monotonic() - started < args.budget_s:
             result |= check.bigger()
-        else:
+        elif "bigger" in parts:
             result["bigger_skipped"] = (f"the check had run {time.monotonic() - started:.0f} s of its "
                                         f"{args.budget_s:.0f} s budget")
         _write(args.out, result, started)
@@ -129,6 +135,8 @@ class Check:
         model = self.sizes["model"]
         micro_batch, first = self.fitting_run(model, {"compile": True})
         runs = {"bf16_compile": first,
+                "bf16_compile_model": self.train(model, micro_batch, self.sizes["throughput_steps"],
+                                                 {"compile": True, "compile_scope": "model"}),
                 "bf16": self.train(model, micro_batch, self.sizes["throughput_steps"], {"compile": False}),
                 "bf16_compile_activation_checkpointing": self.train(
                     model, micro_batch, self.sizes["throughput_steps"],
@@ -292,9 +300,9 @@ def table(result: dict) -> str:
         peak = result["peak_memory_gb"][name]
         rows.append(f"{name:40} {rate or 0:12,.0f} {'-' if mfu is None else f'{mfu:.1%}':>7} "
                     f"{'-' if peak is None else f'{peak:.2f}':>8} {result['plan_memory_gb'][name]:8.2f}")
-    rows += [f"bf16 vs fp32: largest gap of {SMOOTHING_STEPS}-step mean losses {result['bf16_vs_fp32_max_loss_gap']} "
+    rows += [f"bf16 vs fp32: largest gap of {SMOOTHING_STEPS}-step mean losses {result.get('bf16_vs_fp32_max_loss_gap')} "
              f"nats (tolerance {BF16_TOLERANCE_NATS})",
-             f"resume: exact {result['resume_exact']}, largest loss gap {result.get('resume_max_loss_gap')} "
+             f"resume: exact {result.get('resume_exact')}, largest loss gap {result.get('resume_max_loss_gap')} "
              f"(two identical runs: {result.get('rerun_max_loss_gap')})"]
     rows += [f"error in {name}: {error.splitlines()[-1] if error else ''}" for name, error in result["errors"].items()]
     return "\n".join(rows)

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from training.loss import linear_cross_entropy
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -169,15 +171,23 @@ class Transformer(nn.Module):
                     else 0.02
                 nn.init.normal_(parameter, mean=0.0, std=std * hidden_scale)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits (batch, time, vocab) for tokens (batch, time); time <= seq_len."""
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None,
+                z_loss: float = 0.0) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """Logits (batch, time, vocab) for tokens (batch, time); time <= seq_len. Given targets, the training
+        loss and cross-entropy instead (training.loss), without the whole logits: in forward, so that FSDP2's
+        hooks have gathered the tied weight."""
         if tokens.shape[1] > self.config.seq_len:
             raise ValueError(f"sequence of {tokens.shape[1]} tokens exceeds seq_len {self.config.seq_len}")
         x = self.embedding(tokens)
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)
-        logits = F.linear(self.final_norm(x), self.embedding.weight)    # tied output projection
-        return logits / self.config.width_multiplier if self.config.parametrization == "mup" else logits
+        hidden = self.final_norm(x)
+        mup = self.config.parametrization == "mup"
+        if targets is not None:
+            scale = 1 / self.config.width_multiplier if mup else 1.0
+            return linear_cross_entropy(hidden, self.embedding.weight, targets, z_loss, scale)
+        logits = F.linear(hidden, self.embedding.weight)    # tied output projection
+        return logits / self.config.width_multiplier if mup else logits
 
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, new_tokens: int, temperature: float = 1.0,

@@ -11,7 +11,8 @@ Formulas, and where they come from:
   reduction's dtype) and parameters (ZeRO-3, in compute dtype).
 - Activations per layer (Korthikanti et al. 2022) with fused attention (no stored score matrix):
   34 * seq * micro_batch * d_model bytes in 16-bit, doubled in fp32; with activation checkpointing only each
-  layer's input (2 bytes per element) plus one layer recomputed; plus the fp32 logits (4 * seq * batch * vocab).
+  layer's input (2 bytes per element) plus one layer recomputed; plus the loss's (`loss_bytes`: it computes the
+  logits a chunk of rows at a time, so their whole (tokens, vocab) array is never held).
 - Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
@@ -26,6 +27,7 @@ from dataclasses import replace
 
 from configs.training import TrainingConfig
 from training.batch_ramp import BatchRamp
+from training.loss import CHUNK_ELEMENTS
 from training.model import PRESETS, ModelConfig, parameter_count
 from training.scaling_law import CHINCHILLA, ScalingLaw
 from training.sizing import size_for_lifetime
@@ -64,10 +66,20 @@ def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1
 def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool) -> float:
     scale = 1 if dtype == "bf16" else 2
     per_layer = 34 * model.seq_len * micro_batch * model.d_model * scale
-    logits = 4 * model.seq_len * micro_batch * model.vocab_size
+    loss = loss_bytes(model, micro_batch, scale)
     if checkpointing:
-        return model.n_layers * 2 * model.seq_len * micro_batch * model.d_model * scale + per_layer + logits
-    return model.n_layers * per_layer + logits
+        return model.n_layers * 2 * model.seq_len * micro_batch * model.d_model * scale + per_layer + loss
+    return model.n_layers * per_layer + loss
+
+
+def loss_bytes(model: ModelConfig, micro_batch: int, scale: int) -> float:
+    """What the chunked loss (training.loss) holds at its peak: one chunk's logits in compute dtype, fp32, their
+    softmax gradient in fp32 and compute dtype; then the gradients it keeps for the backward pass, of the hidden
+    states and of the tied weight (fp32 while summed over chunks, and in compute dtype)."""
+    rows = model.seq_len * micro_batch
+    chunk = min(rows, max(1, CHUNK_ELEMENTS // model.vocab_size)) * model.vocab_size
+    return chunk * (2 * scale + 4 + 4 + 2 * scale) + rows * model.d_model * 2 * scale \
+        + model.vocab_size * model.d_model * (4 + 2 * scale)
 
 
 def plan(config: TrainingConfig, inference_tokens: float | None = None, law: ScalingLaw = CHINCHILLA,

@@ -25,7 +25,6 @@ from training.device_batches import DeviceBatches
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
 from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
-from training.loss import loss_function
 from training.lr_schedule import learning_rate
 from training.model import ModelConfig, Transformer
 from training.noise_scale import NoiseProbe
@@ -151,7 +150,7 @@ class Trainer:
             model.set_requires_gradient_sync(probing or last)
             model.set_reshard_after_backward(last)
             inputs, targets = self.data.next_batch()
-            loss, cross_entropy = loss_function(model(inputs), targets, self.config.optimizer.z_loss)
+            loss, cross_entropy = model(inputs, targets, self.config.optimizer.z_loss)
             (loss / accumulation).backward()
             losses.append(cross_entropy.detach())
             if probing:
