@@ -54,3 +54,14 @@ def test_the_gpu_check_runs_the_trainer_on_cpu_without_mlflow_and_writes_every_f
     assert max(result["final_loss"].values()) < 5.0        # trained: uniform over the 256 byte values is 5.55
     assert "resume: exact True" in done.stdout and (out / "gpu_check.log").stat().st_size > 0
     assert sorted(path.name for path in out.iterdir()) == ["gpu.json", "gpu_check.log"]   # what a device call returns
+
+
+def test_the_gpu_profile_runs_the_trainers_model_step_on_cpu_and_splits_its_time(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/gpu_profile.py", "--device", "cpu", "--out", str(tmp_path),
+                           "--steps", "3"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "gpu_profile.json").read_text())
+    assert result["step_ms"] > 0 and result["tokens_per_s"] > 0
+    by_family = result["device_ms_per_step_by_family"]
+    assert by_family["matmul"] > 0 and by_family["attention"] > 0 and by_family["optimizer"] > 0
+    assert "aten::mm" in (tmp_path / "gpu_profile.txt").read_text()

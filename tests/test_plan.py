@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
 from configs.training import TrainingConfig, load_training_config
 from training.model import PRESETS, Transformer, parameter_count
-from training.plan import PlanRefused, check_fits, plan
+from training.plan import PlanRefused, check_fits, layer_bytes_per_element, plan
 
 
 @pytest.mark.parametrize("preset", ["tiny", "124M"])
@@ -48,7 +49,15 @@ def test_seed_003_batch_and_hand_computed_figures():
     assert figures["memory_gb_per_rank"]["zero1"]["gradients"] == pytest.approx(2 * n / 1e9, abs=1e-3)
     # 16 micro-batches per update, reduced once: each rank holds the unsharded bf16 parameters and fp32 gradients.
     assert zero3["accumulation"] == pytest.approx((2 + 4) * (n - n / 128) / 1e9, abs=1e-3) and none["accumulation"] == 0
-    assert zero3["activations"] == pytest.approx((model["n_layers"] * 34 * 2048 * 8 * 2048 + 4 * 2048 * 8 * model["vocab_size"]) / 1e9, abs=1e-3)
+    # the loss: one chunk of 2^28 // vocab rows' logits at 2 + 4 + 4 + 2 bytes, the kept gradients of the hidden
+    # states (bf16) and of the tied weight (fp32 and bf16)
+    vocab, width = model["vocab_size"], model["d_model"]
+    loss = (2 ** 28 // vocab) * vocab * 12 + 2048 * 8 * width * 2 + vocab * width * 6
+    # eager (no compile): 58 + 8 F bytes per element of a layer's input, F = 5632 / 2048, and 8 + 12 heads per row
+    per_element = 58 + 8 * 5632 / 2048 + (8 + 12 * 16) / 2048
+    assert PRESETS["1B"].ffn_dim == 5632 and model["n_heads"] == 16      # 8/3 of 2048, to a multiple of 256
+    assert zero3["activations"] == pytest.approx(
+        (model["n_layers"] * per_element * 2048 * 8 * 2048 + loss) / 1e9, abs=1e-3)
     assert figures["allreduce_seconds_per_update"] == pytest.approx(2 * 127 / 128 * 2 * n / 400e9, abs=1e-4)
     assert figures["checkpoint_gb"] == pytest.approx(12 * n / 1e9, abs=1e-3)
     compute = figures["total_flops"]
@@ -82,3 +91,29 @@ def test_plan_command_prints_and_refuses(tmp_path, capsys):
     assert "refused: planned memory per rank" in capsys.readouterr().err
     with pytest.raises(ValueError, match="exactly one of"):
         TrainingConfig.model_validate({"steps": 1, "tokens": 5})
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_plans_activation_bytes_are_what_a_real_block_keeps_for_its_backward_pass(compiled):
+    """The plan's per-layer count equals the bytes autograd saves for a real bf16 block (parameters and the rotary
+    tables aside), eager and compiled, at two shapes: an edit to the block that keeps more fails here."""
+    from training.model import Block, rotary_tables
+
+    for config in (replace(PRESETS["tiny"], seq_len=128), replace(PRESETS["tiny"], d_model=96, n_heads=6)):
+        torch._dynamo.reset()
+        block = Block(config).to(torch.bfloat16)
+        cos, sin = rotary_tables(config)
+        skipped = {tensor.untyped_storage().data_ptr() for tensor in (*block.parameters(), cos, sin)}
+        if compiled:
+            block.compile()
+        inputs = torch.randn(2, config.seq_len, config.d_model, dtype=torch.bfloat16, requires_grad=True)
+        kept = {}
+
+        def pack(tensor):
+            if (storage := tensor.untyped_storage()).data_ptr() not in skipped:
+                kept[storage.data_ptr()] = storage.nbytes()
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            block(inputs, cos, sin)
+        assert sum(kept.values()) / inputs.numel() == pytest.approx(layer_bytes_per_element(config, compiled))

@@ -154,6 +154,7 @@ class Transformer(nn.Module):
         cos, sin = rotary_tables(config)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
+        self.compile_loss = False       # training.parallel.shard_model sets it when the run compiles
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -185,7 +186,7 @@ class Transformer(nn.Module):
         mup = self.config.parametrization == "mup"
         if targets is not None:
             scale = 1 / self.config.width_multiplier if mup else 1.0
-            return linear_cross_entropy(hidden, self.embedding.weight, targets, z_loss, scale)
+            return linear_cross_entropy(hidden, self.embedding.weight, targets, z_loss, scale, self.compile_loss)
         logits = F.linear(hidden, self.embedding.weight)    # tied output projection
         return logits / self.config.width_multiplier if mup else logits
 

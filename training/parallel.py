@@ -41,7 +41,8 @@ def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool, activa
     """fully_shard every transformer block, then the root (embedding, final norm). bf16 mixed precision keeps
     fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes each block's
     activations in the backward pass. `compile_scope` "blocks" compiles each block before sharding (as
-    torchtitan), "model" the whole sharded model; compiling in place keeps parameter names, and so checkpoints."""
+    torchtitan), "model" the whole sharded model; compiling in place keeps parameter names, and so checkpoints.
+    Either compiles the loss's chunk arithmetic too (training.loss)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -55,6 +56,7 @@ def shard_model(model: torch.nn.Module, device: torch.device, bf16: bool, activa
         model.blocks[index] = block
         fully_shard(block, mp_policy=policy)
     fully_shard(model, mp_policy=policy)
+    model.compile_loss = compile_scope is not None
     if compile_scope == "model":
         model.compile()
     return model

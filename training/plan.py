@@ -9,10 +9,12 @@ Formulas, and where they come from:
   also the parameters. With gradient accumulation the trainer reduces gradients once per update, so between
   micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3; fp32, FSDP2 accumulates them in the
   reduction's dtype) and parameters (ZeRO-3, in compute dtype).
-- Activations per layer (Korthikanti et al. 2022) with fused attention (no stored score matrix):
-  34 * seq * micro_batch * d_model bytes in 16-bit, doubled in fp32; with activation checkpointing only each
-  layer's input (2 bytes per element) plus one layer recomputed; plus the loss's (`loss_bytes`: it computes the
-  logits a chunk of rows at a time, so their whole (tokens, vocab) array is never held).
+- Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
+  tensors (`layer_bytes_per_element`: eager 58 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
+  F = ffn_dim / d_model; Korthikanti et al. 2022 count 34 for GPT's block), doubled in fp32; with activation
+  checkpointing each layer's input (2 bytes per element) plus one layer recomputed; plus the loss's
+  (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
+  held).
 - Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
@@ -38,6 +40,7 @@ PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", 
               ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
 DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
 STATE_BYTES = {"bf16": (2, 2, 12), "fp32": (4, 4, 8)}     # parameters, gradients, optimizer per parameter
+ACTIVATION_BYTES = {"eager": (58, 8), "compiled": (22, 6)}  # per element: base + per_ffn * ffn_dim / d_model
 GB = 1e9
 DEFAULT_STEPS = 100
 
@@ -63,23 +66,35 @@ def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1
             for name, (p, g, o) in shard.items()}
 
 
-def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool) -> float:
-    scale = 1 if dtype == "bf16" else 2
-    per_layer = 34 * model.seq_len * micro_batch * model.d_model * scale
-    loss = loss_bytes(model, micro_batch, scale)
+def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool, compiled: bool) -> float:
+    """Peak bytes of activations: every layer's kept tensors and the loss's chunk, or with checkpointing each
+    layer's input, plus the larger of one layer recomputed and the loss's chunk (they are not alive together)."""
+    elements = model.seq_len * micro_batch * model.d_model
+    layer = layer_bytes_per_element(model, compiled) * elements * (1 if dtype == "bf16" else 2)
+    chunk, kept = loss_bytes(model, micro_batch, 1 if dtype == "bf16" else 2)
     if checkpointing:
-        return model.n_layers * 2 * model.seq_len * micro_batch * model.d_model * scale + per_layer + loss
-    return model.n_layers * per_layer + loss
+        return model.n_layers * 2 * elements * (1 if dtype == "bf16" else 2) + max(layer, chunk) + kept
+    return model.n_layers * layer + chunk + kept
 
 
-def loss_bytes(model: ModelConfig, micro_batch: int, scale: int) -> float:
-    """What the chunked loss (training.loss) holds at its peak: one chunk's logits in compute dtype, fp32, their
+def layer_bytes_per_element(model: ModelConfig, compiled: bool) -> float:
+    """Bytes one block keeps for its backward pass per element of its (batch, seq, d_model) input in bf16, counted
+    from autograd's saved tensors of a real block (tests/test_plan.py recounts them; on an H200 the measured peaks
+    agree within 3%, results/gpu.json): eager keeps the norms' and rotary embedding's fp32 copies that the compiled
+    block recomputes. Per row also each norm's fp32 reciprocal and attention's log-sum-exp: 8 + 12 * heads bytes.
+    Counted by Korthikanti et al. (2022) for GPT's block, 34."""
+    base, per_ffn = ACTIVATION_BYTES["compiled" if compiled else "eager"]
+    return base + per_ffn * model.ffn_dim / model.d_model + (8 + 12 * model.n_heads) / model.d_model
+
+
+def loss_bytes(model: ModelConfig, micro_batch: int, scale: int) -> tuple[float, float]:
+    """What the chunked loss (training.loss) holds: while a chunk is made, its logits in compute dtype and fp32, its
     softmax gradient in fp32 and compute dtype; then the gradients it keeps for the backward pass, of the hidden
     states and of the tied weight (fp32 while summed over chunks, and in compute dtype)."""
     rows = model.seq_len * micro_batch
     chunk = min(rows, max(1, CHUNK_ELEMENTS // model.vocab_size)) * model.vocab_size
-    return chunk * (2 * scale + 4 + 4 + 2 * scale) + rows * model.d_model * 2 * scale \
-        + model.vocab_size * model.d_model * (4 + 2 * scale)
+    return chunk * (2 * scale + 4 + 4 + 2 * scale), \
+        rows * model.d_model * 2 * scale + model.vocab_size * model.d_model * (4 + 2 * scale)
 
 
 def plan(config: TrainingConfig, inference_tokens: float | None = None, law: ScalingLaw = CHINCHILLA,
@@ -93,7 +108,7 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
     states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
-    activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag)
+    activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag, hardware.compile)
                    for flag in (False, True)}
     memory = {sharding: {**{k: round(v / GB, 3) for k, v in parts.items()},
                          "activations": round(activations[False] / GB, 3),
