@@ -38,10 +38,11 @@ def chunk_terms(logits: torch.Tensor, targets: torch.Tensor, z_loss: float, scal
     scaled = logits.float() * scale
     log_z = torch.logsumexp(scaled, dim=-1)
     cross_entropy = (log_z - scaled.gather(1, targets[:, None]).squeeze(1)).sum()
-    # d loss / d logits = (softmax * (1 + 2 z log Z) - onehot(target)) * scale / rows
-    gradient = (scaled - log_z[:, None]).exp() * (1 + 2 * z_loss * log_z)[:, None]
-    gradient = gradient - F.one_hot(targets, logits.shape[1]).to(gradient.dtype)
-    return (gradient * (scale / count)).to(logits.dtype), cross_entropy, log_z.pow(2).sum()
+    # d loss / d logits = (softmax * (1 + 2 z log Z) - onehot(target)) * scale / rows, in place: eager, a chunk
+    # holds its logits, their fp32 copy, this gradient and its cast (`sluice plan` counts them)
+    gradient = (scaled - log_z[:, None]).exp_().mul_((1 + 2 * z_loss * log_z)[:, None])
+    gradient[torch.arange(len(targets), device=targets.device), targets] -= 1
+    return gradient.mul_(scale / count).to(logits.dtype), cross_entropy, log_z.pow(2).sum()
 
 
 compiled_chunk_terms = torch.compile(chunk_terms, dynamic=False)    # compiled at its first call
