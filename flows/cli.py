@@ -104,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     megatron.add_argument("manifest", help="the stage's manifest.json (printed by `sluice run`, in its stage folder)")
     megatron.add_argument("out_dir", type=Path)
 
+    why = commands.add_parser("why", help="what became of a document in a curation run: kept, or which stage "
+                                          "dropped it and why (with the duplicate kept)")
+    why.add_argument("document", help="the document's id or URL (a URL follows every capture of it)")
+    why.add_argument("--run", help="the curation run's MLflow run id (default: the newest curation run)")
+    why.add_argument("--json", action="store_true", help="print the fates as JSON")
+
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
     server.add_argument("--host", default="127.0.0.1")
     server.add_argument("--prefect-port", type=int, default=4200)
@@ -172,6 +178,8 @@ def _command(args, recipe) -> int:
         return _doctor(args)
     if args.command == "sample":
         return _sample(args)
+    if args.command == "why":
+        return _why(args)
     if args.command == "export":
         return _export(args)
     if args.command == "export-megatron":
@@ -411,6 +419,29 @@ def _sample(args) -> int:
     for prompt, continuation in zip(args.prompts, model.predict(args.prompts, params=params)):
         print(f"{prompt}{continuation}")
     return 0
+
+
+def _why(args) -> int:
+    import dataclasses
+
+    import mlflow
+
+    from flows.document_fate import RunNotFound, curation_run_fates
+    from tasks.document_fate import fate_text
+    from tracking.store import tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri(None))
+    try:
+        run_id, fates = curation_run_fates(args.document, args.run)
+    except (RunNotFound, mlflow.exceptions.MlflowException) as error:
+        print(f"sluice why: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"run": run_id, "documents": [dataclasses.asdict(fate) for fate in fates]}, indent=2))
+    else:
+        print(f"curation run {run_id}")
+        print(fate_text(args.document, fates))
+    return 0 if fates else 1
 
 
 def _export(args) -> int:

@@ -75,6 +75,18 @@ def test_exact_near_and_url_duplicates_are_removed_with_their_reasons(tmp_path, 
     assert kept["a"]["text"] == articles[0]  # no paragraph is in three documents: text untouched
     assert clusters["clusters"] == 2
 
+    members = {row["id"]: row for path in sorted((tmp_path / "out" / "clusters").glob("*.parquet"))
+               for row in read_table(str(path)).to_pylist()}
+    assert set(members) == {"a", "a-copy", "b", "b-near", "c-old"}      # every removed copy, with what stays
+    assert members["a"] | {"url": None} == {"cluster": "a", "id": "a", "url": None, "kept": True,
+                                             "reason": "kept: first by dedup.keep=first_seen", "cluster_size": 2,
+                                             "similarity": 1.0}
+    assert (members["a-copy"]["cluster"], members["a-copy"]["similarity"]) == ("a", 1.0)
+    assert members["b-near"]["cluster"] == "b" and 0.8 <= members["b-near"]["similarity"] < 1.0
+    assert members["b-near"]["url"] == "https://example.org/b-near"
+    assert members["c-old"]["cluster"] == "c-new" and members["c-old"]["reason"] == "url_duplicate"
+    assert members["c-old"]["similarity"] < 0.5             # another text under the same URL
+
 
 @pytest.mark.parametrize(("keep", "kept_copy"), [("first_seen", "old"), ("newest", "new"), ("longest", "long")])
 def test_keep_policy_picks_the_copy(tmp_path, articles, keep, kept_copy):

@@ -373,3 +373,53 @@ def test_the_token_stages_export_to_megatron(first_run, tmp_path):
         ours, theirs = TokenShard(f"{Path(manifest).parent}/{entry.path}"), IndexedDataset(str(tmp_path / entry.path))
         assert len(theirs) == len(ours) == entry.documents
         assert all(theirs[index].tolist() == ours.document(index).tolist() for index in range(len(ours)))
+
+
+def test_sluice_why_follows_a_document_through_the_stages(first_run, capsys):
+    """Every document dedup removed as a duplicate is in its cluster table beside the copy kept; `sluice why` answers
+    for an exact and a near duplicate (naming the copy kept and the similarity to it), a document the quality filter
+    dropped, and one kept to the end."""
+    from flows.cli import main
+    from flows.document_fate import curation_run_fates
+    from storage.parquet import read_table
+
+    def rows(stage: str, folder: str) -> list[dict]:
+        stage_dir = Path(first_run["stages"][stage]["manifest"]).parent
+        return [row for path in sorted((stage_dir / folder).glob("*.parquet")) for row in read_table(str(path)).to_pylist()]
+
+    removed = {row["id"]: row for row in rows("dedup", "removed")}
+    members = rows("dedup", "clusters")
+    duplicates = {doc for doc, row in removed.items() if row["reason"].endswith("_duplicate")}
+    assert duplicates == {row["id"] for row in members if not row["kept"]}
+    assert all(row["cluster"] in {kept["id"] for kept in members if kept["kept"]} for row in members
+               if row["reason"] != "url_duplicate")
+
+    mlflow.set_tracking_uri(first_run["mlflow_tracking_uri"])
+    run_id = first_run["mlflow_run_id"]
+
+    def fate(key: str) -> list:
+        found_run, (document,) = curation_run_fates(key, run_id)
+        assert found_run == run_id
+        return document.stages
+
+    for reason in ("exact_duplicate", "near_duplicate"):
+        doc = min(doc for doc in duplicates if removed[doc]["reason"] == reason)
+        *before, dedup = fate(doc)
+        assert [stage.stage for stage in before] == ["extract"] and (dedup.kept, dedup.reason) == (False, reason)
+        assert dedup.details["kept_id"] == removed[doc]["dup_cluster"] and dedup.details["kept_url"]
+        assert dedup.details["similarity"] == 1.0 if reason == "exact_duplicate" else 0 < dedup.details["similarity"] < 1
+    dropped = rows("quality_filter", "removed")[0]
+    stages = fate(dropped["id"])
+    assert [(stage.stage, stage.kept) for stage in stages] == [("extract", True), ("dedup", True),
+                                                              ("quality_filter", False)]
+    assert stages[-1].reason == dropped["reason"] and stages[-1].details["family"] == dropped["family"]
+    final = rows("quality_filter", "shards")[0]["id"]
+    assert all(stage.kept for stage in fate(final)) and len(fate(final)) == 3
+
+    near = min(doc for doc in duplicates if removed[doc]["reason"] == "near_duplicate")
+    capsys.readouterr()
+    assert main(["why", removed[near]["url"], "--run", run_id]) == 0
+    printed = capsys.readouterr().out
+    assert "dedup: dropped (near_duplicate): the copy kept is " + removed[near]["dup_cluster"] in printed
+    assert main(["why", "https://nowhere.example/never", "--run", run_id]) == 1
+    assert "no extracted document" in capsys.readouterr().out

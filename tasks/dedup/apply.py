@@ -1,6 +1,6 @@
 """Dedup's last step, per document shard: drop the removed documents, cut repeated substrings and then repeated
 paragraphs, add the cluster attributes, and list every removed document with its reason beside the output
-(nothing is lost silently)."""
+(nothing is lost silently), and every duplicate cluster's members with the copy that stays (`clusters/`)."""
 from __future__ import annotations
 
 import time
@@ -24,6 +24,11 @@ from tasks.stats import StageStats
 
 REMOVED_SCHEMA = pa.schema([("id", pa.string()), ("url", pa.string()), ("reason", pa.string()),
                             ("dup_cluster", pa.string())])
+# every member of a duplicate cluster (and every URL duplicate): the cluster is named by the id of the copy that
+# stays (a URL duplicate's: its URL's newest capture); similarity to that copy (see tasks.dedup.clusters)
+CLUSTER_SCHEMA = pa.schema([("cluster", pa.string()), ("id", pa.string()), ("url", pa.string()),
+                            ("kept", pa.bool_()), ("reason", pa.string()), ("cluster_size", pa.int64()),
+                            ("similarity", pa.float64())])
 TOO_SHORT = "too_short_after_paragraph_dedup"
 TOO_SHORT_AFTER_SUBSTRINGS = "too_short_after_substring_dedup"
 
@@ -34,6 +39,7 @@ class ApplyJob:
     part: str
     output_url: str
     removed_url: str
+    clusters_url: str
 
 
 def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
@@ -45,13 +51,17 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     windows = cut_windows(work, job.part, config.buckets) if config.substring.enabled else {}
     stats = StageStats(candidates=table.num_rows)
 
-    keep_rows, texts, clusters, sizes, removed = [], [], [], [], []
+    keep_rows, texts, clusters, sizes, removed, members = [], [], [], [], [], []
     ids, urls = table.column("id").to_pylist(), table.column("url").to_pylist()
     for row, (doc, text) in enumerate(zip(doc_numbers(int(job.part), table.num_rows).tolist(),
                                           table.column("text").to_pylist())):
         text_bytes = len(text.encode("utf-8", "surrogatepass"))
         stats.bytes_in += text_bytes
         decision = decisions.get(doc)
+        if decision is not None:
+            members.append((decision["dup_cluster"], ids[row], urls[row], decision["kept"],
+                            decision["reason"] or f"kept: first by dedup.keep={config.keep}",
+                            decision["dup_cluster_size"], decision["similarity"]))
         if decision is not None and not decision["kept"]:
             stats.drop(decision["reason"], text_bytes)
             removed.append((ids[row], urls[row], decision["reason"], decision["dup_cluster"]))
@@ -81,6 +91,8 @@ def apply_decisions(job: ApplyJob, work: str, config: DedupConfig) -> dict:
     shard_bytes = write_table(output, job.output_url, row_group_size=ROW_GROUP_SIZE)
     write_table(pa.Table.from_pylist([dict(zip(REMOVED_SCHEMA.names, values)) for values in removed],
                                      schema=REMOVED_SCHEMA), job.removed_url)
+    write_table(pa.Table.from_pylist([dict(zip(CLUSTER_SCHEMA.names, values)) for values in members],
+                                     schema=CLUSTER_SCHEMA), job.clusters_url)
     stats.documents_out = output.num_rows
     stats.seconds = time.perf_counter() - started
     return ShardResult((job.input_url,), job.output_url, shard_bytes, sha256_file(job.output_url), stats).to_dict()

@@ -8,6 +8,7 @@ the apply step and `removed/l<bucket>.npy` for the repeated-paragraph count.
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable
 
@@ -21,11 +22,13 @@ from storage.parquet import write_table
 from tasks.dedup.components import component_members, read_members
 from tasks.dedup.features import part_of, row_of
 from tasks.dedup.groups import runs
+from tasks.dedup.lsh import SignatureReader
 from tasks.dedup.ranking import rank_key
 from tasks.fan_out import fan_out, per_thread
 
 DECISION_SCHEMA = pa.schema([("doc", pa.int64()), ("kept", pa.bool_()), ("reason", pa.string()),
-                             ("dup_cluster", pa.string()), ("dup_cluster_size", pa.int64())])
+                             ("dup_cluster", pa.string()), ("dup_cluster_size", pa.int64()),
+                             ("similarity", pa.float64())])
 EXAMPLE_CLUSTERS = 6
 EXAMPLE_CHARS = 400
 SHOWN_MEMBERS = 4          # members of an example cluster whose text is shown
@@ -56,15 +59,19 @@ def decide_bucket(work: str, parts: list[str], config: DedupConfig, bucket: int)
     rows: list[tuple] = []
     sizes: Counter = Counter()
     clusters: list[list[int]] = []
+    compared: list[int] = []
     for start, end in zip(starts.tolist(), ends.tolist()):
         component = docs[start:end].tolist()
-        decided = _decide(component, info, config.keep)
+        decided, kept_copies = _decide(component, info, config.keep)
         rows.extend(decided)
+        compared.extend(kept_copies)
         if len(component) > 1:
             sizes[len(component)] += 1
             clusters.append([row[0] for row in sorted(decided, key=lambda row: not row[1])])
-    decisions = pa.Table.from_pylist([dict(zip(DECISION_SCHEMA.names, row)) for row in rows if not row[1]
-                                      or row[4] > 1], schema=DECISION_SCHEMA)
+    similarity = _similarities(work, rows, compared, config)
+    decisions = pa.Table.from_pylist([dict(zip(DECISION_SCHEMA.names, (*row, score)))
+                                      for row, score in zip(rows, similarity) if not row[1] or row[4] > 1],
+                                     schema=DECISION_SCHEMA)
     write_per_part(decisions, parts, lambda part: decisions_path(work, part, bucket))
     removed = [row for row in rows if not row[1]]
     save_array(np.sort(np.array([row[0] for row in removed], np.int64)), removed_path(work, bucket))
@@ -82,15 +89,30 @@ def decisions_path(work: str, part: str, bucket: int) -> str:
     return f"{work}/decisions/{part}/l{bucket:05d}.parquet"
 
 
-def _decide(members: list[int], info: dict[int, dict], policy: str) -> list[tuple]:
-    """(doc, kept, reason, dup_cluster, dup_cluster_size) for each member of one component.
+def _similarities(work: str, rows: list[tuple], compared: list[int], config: DedupConfig) -> list[float | None]:
+    """Each decided document's similarity to the copy that stays: 1 for itself and its exact copies, else the
+    Jaccard similarity its MinHash signature estimates (none without MinHash)."""
+    docs = np.array([row[0] for row in rows], np.int64)
+    estimated = np.full(len(rows), np.nan)
+    others = np.array([row[2] not in ("", "exact_duplicate") for row in rows], bool)
+    if config.minhash.enabled and others.any():
+        reader = SignatureReader(work)
+        estimated[others] = (reader.rows(docs[others]) == reader.rows(np.array(compared, np.int64)[others])).mean(1)
+    return [1.0 if not other else (None if math.isnan(value) else round(float(value), 4))
+            for other, value in zip(others.tolist(), estimated.tolist())]
+
+
+def _decide(members: list[int], info: dict[int, dict], policy: str) -> tuple[list[tuple], list[int]]:
+    """(doc, kept, reason, dup_cluster, dup_cluster_size) for each member of one component, and the document each
+    is compared with: the one that stays (a URL's newest capture for an older one).
 
     An older capture of a URL never stays; a component of only such captures is removed under
     `url_duplicate` (the newest capture of each URL stays in its own component)."""
     eligible = [doc for doc in members if info[doc]["winner"] is None]
     size = len(members)
     if not eligible:
-        return [(doc, False, "url_duplicate", info[doc]["winner_id"], size) for doc in members]
+        return ([(doc, False, "url_duplicate", info[doc]["winner_id"], size) for doc in members],
+                [info[doc]["winner"] for doc in members])
     keeper = min(eligible, key=lambda doc: rank_key(policy, info[doc]["id"], info[doc]["date"] or "",
                                                       info[doc]["length"]))
     keeper_id = info[keeper]["id"]
@@ -104,7 +126,7 @@ def _decide(members: list[int], info: dict[int, dict], policy: str) -> list[tupl
             decided.append((doc, False, "url_duplicate", keeper_id, size))
         else:
             decided.append((doc, False, "near_duplicate", keeper_id, size))
-    return decided
+    return decided, [keeper] * len(members)
 
 
 def write_per_part(rows: pa.Table, parts: list[str], path_of: Callable[[str], str]) -> None:

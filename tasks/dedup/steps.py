@@ -58,8 +58,8 @@ class DedupSteps:
 
 def dedup_steps(shard_urls: list[str], out_dir: str, config: DedupConfig, map_step: MapStep = in_this_process,
                 shard_bytes: list[int] | None = None) -> DedupSteps:
-    """Deduplicate document shards into `out_dir/shards/` (the removed documents listed in `out_dir/removed/`,
-    under the same names). The clustering is one call, made through `map_step` like the others (its passes fan
+    """Deduplicate document shards into `out_dir/shards/` (the removed documents listed in `out_dir/removed/`, the
+    duplicate clusters' members in `out_dir/clusters/`, under the same names). The clustering is one call, made through `map_step` like the others (its passes fan
     out themselves, `tasks.fan_out`)."""
     parts = [part_name(index) for index in range(len(shard_urls))]
     work = f"{out_dir}/work"
@@ -72,7 +72,8 @@ def dedup_steps(shard_urls: list[str], out_dir: str, config: DedupConfig, map_st
         if config.paragraphs.enabled else []
     substrings = map_step("substrings", substrings_task, buckets, work=work, parts=parts, config=config) \
         if config.substring.enabled else []
-    jobs = [ApplyJob(url, part, f"{out_dir}/shards/{os.path.basename(url)}", f"{out_dir}/removed/{os.path.basename(url)}")
+    jobs = [ApplyJob(url, part, *(f"{out_dir}/{folder}/{os.path.basename(url)}"
+                                  for folder in ("shards", "removed", "clusters")))
             for url, part in zip(shard_urls, parts)]
     applied = map_step("apply", apply_task, jobs, shard_bytes, work=work, config=config)
     return DedupSteps(features, edges, clusters, paragraphs, substrings, applied)
