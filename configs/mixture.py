@@ -9,8 +9,9 @@ from configs.base import StrictModel
 
 class MixtureSource(StrictModel):
     name: str = Field(min_length=1)
-    where: dict[str, list[str]] = Field(default_factory=dict, description=(
-        "documents whose column values are among these (e.g. {lang: [en]}); empty = every document"))
+    where: dict[str, list[str | int]] = Field(default_factory=dict, description=(
+        "documents whose column values are among these (e.g. {lang: [en]}, or {topic: [0, 3]} with the domain "
+        "stage on); empty = every document"))
     weight: float = Field(gt=0.0, description="share of the training tokens (weights are normalized to sum 1)")
     max_epochs: float = Field(4.0, gt=0.0, description="at most this many passes over the source's tokens")
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from configs.base import StrictModel
 from configs.dedup import DedupConfig
+from configs.domains import DomainsConfig
 from configs.html import HtmlTextConfig
 from configs.mixture import MixtureConfig
 from configs.quality import QualityConfig
@@ -95,6 +96,7 @@ class Recipe(StrictModel):
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
+    domains: DomainsConfig = Field(default_factory=DomainsConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     mixture: MixtureConfig = Field(default_factory=MixtureConfig)
     train: TrainingConfig = Field(default_factory=lambda: TrainingConfig(enabled=False), description=(

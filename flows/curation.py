@@ -112,7 +112,7 @@ def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
 
 
 def document_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
-    """The stages that make documents: extract, then dedup and quality as the recipe enables them."""
+    """The stages that make documents: extract, then dedup, quality and domains as the recipe enables them."""
     stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
     if recipe.dedup.enabled:
         from flows.dedup_stage import dedup_stage_flow
@@ -127,9 +127,13 @@ def document_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
             recipe, final_documents(stages), stages["quality_models"])
         stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
             recipe, stages["quality_scores"])
+    if recipe.domains.enabled:
+        from flows.domains_stage import domains_stage_flow
+
+        stages["domains"] = domains_stage_flow.with_options(task_runner=runner)(recipe, final_documents(stages))
     return stages
 
 
 def final_documents(stages: dict) -> dict:
-    """The last document stage that ran: quality filter, else dedup, else extraction."""
-    return next(stages[name] for name in ("quality_filter", "dedup", "extract") if name in stages)
+    """The last document stage that ran: domains, else quality filter, else dedup, else extraction."""
+    return next(stages[name] for name in ("domains", "quality_filter", "dedup", "extract") if name in stages)

@@ -21,7 +21,8 @@ from tasks.extract.records import SNIFF_BYTES, archive_kind
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Columns the stages add to the documents, which a mixture's `where` may select by, and the section that adds each.
-ADDED_COLUMNS = {"dup_cluster": "dedup", "dup_cluster_size": "dedup", "kenlm_bucket": "quality"}
+ADDED_COLUMNS = {"dup_cluster": "dedup", "dup_cluster_size": "dedup", "kenlm_bucket": "quality",
+                 "topic": "domains", "format": "domains"}
 
 
 def preflight(recipe: Recipe, origin: str) -> None:

@@ -225,3 +225,19 @@ def test_runs_on_mixtures_that_share_pieces_read_them_at_about_the_same_step_in_
     correlation = np.corrcoef([full[doc] for doc in shared], [filtered[doc] for doc in shared])[0, 1]
     assert len(shared) > 100
     assert correlation > 0.9 if order == "stream" else abs(correlation) < 0.3, correlation
+
+
+def test_a_source_selects_by_the_integer_topic_the_domain_stage_adds(tmp_path):
+    import pyarrow as pa
+
+    from storage.parquet import read_table, write_table
+
+    pairs = write(tmp_path, corpus(), 2)
+    for _, url in pairs:           # as the domain stage writes it: an int32 column; here document number mod 3
+        table = read_table(url)
+        topics = [int(doc_id.split("-")[1]) % 3 for doc_id in table.column("id").to_pylist()]
+        write_table(table.append_column("topic", pa.array(topics, pa.int32())), url)
+    config = MixtureConfig(token_budget=5_000, validation_fraction=0.0,
+                           sources=[{"name": "topic-1", "where": {"topic": [1]}, "weight": 1}])
+    drawn = set(documents_in(mix(pairs, str(tmp_path / "out"), VOCAB, config), "train"))
+    assert drawn and all(doc % 3 == 1 for doc in drawn)

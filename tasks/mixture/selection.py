@@ -68,8 +68,8 @@ def read_shard(pair: tuple[str, str], config: MixtureConfig) -> ShardDocuments:
 
 def _selects(values: dict[str, np.ndarray], source: MixtureSource, count: int) -> np.ndarray:
     mask = np.ones(count, dtype=bool)
-    for column, allowed in source.where.items():
-        mask &= np.isin(values[column], allowed)
+    for column, allowed in source.where.items():     # compared as text: `topic: [3]` and `topic: ["3"]` alike
+        mask &= np.isin(values[column].astype(str), [str(value) for value in allowed])
     return mask
 
 

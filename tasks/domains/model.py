@@ -1,0 +1,138 @@
+"""The domain model: topic and format clusters fitted once, on a sample, then applied to every document.
+
+Topics: TF-IDF of hashed word counts (sublinear counts, the sample's IDF), reduced by a truncated SVD, clustered by
+k-means on unit vectors (so by cosine). Formats: the format statistics standardised by the sample's mean and
+spread, clustered by k-means. Clusters are numbered by size in the sample, largest first. The fitted arrays are
+saved as one .npz file; applying them is matrix arithmetic, so a document's domain depends on its text and the
+model alone, whichever shard it is in.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import sparse
+from sklearn.cluster import KMeans
+from sklearn.decomposition import TruncatedSVD
+
+from configs.domains import DomainsConfig
+from storage.arrays import load_arrays, save_arrays
+from tasks.domains.features import FORMAT_FEATURES, format_matrix, word_vectorizer
+
+TOP_TERMS = 10
+EXAMPLES = 3
+EXAMPLE_CHARS = 200
+
+
+@dataclass
+class DomainModel:
+    idf: np.ndarray                 # (hash_features,)
+    components: np.ndarray          # (components, hash_features): the SVD's basis
+    topic_centroids: np.ndarray     # (topics, components), unit rows
+    format_mean: np.ndarray         # (format features,)
+    format_scale: np.ndarray
+    format_centroids: np.ndarray    # (formats, format features), standardised
+
+    def save(self, url: str) -> None:
+        save_arrays(asdict(self), url)
+
+    @classmethod
+    def load(cls, url: str) -> DomainModel:
+        return cls(**load_arrays(url))
+
+    def topic_vectors(self, texts: list[str]) -> np.ndarray:
+        counts = word_vectorizer(self.idf.size).transform(texts).astype(np.float64)
+        return _unit(_unit_rows(_tf_idf(counts, self.idf)) @ self.components.T)
+
+    def assign(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(topic, format) of each text: the nearest centroid of each clustering."""
+        topics = (self.topic_vectors(texts) @ self.topic_centroids.T).argmax(1)
+        standardised = (format_matrix(texts) - self.format_mean) / self.format_scale
+        distances = ((standardised[:, None, :] - self.format_centroids[None]) ** 2).sum(-1)
+        return topics.astype(np.int32), distances.argmin(1).astype(np.int32)
+
+
+def fit_domains(texts: list[str], config: DomainsConfig) -> DomainModel:
+    """The model fitted on `texts` (the sample, in a fixed order)."""
+    counts = word_vectorizer(config.hash_features).transform(texts).astype(np.float64)
+    idf = np.log((1 + len(texts)) / (1 + np.bincount(counts.indices, minlength=counts.shape[1]))) + 1
+    weighted = _unit_rows(_tf_idf(counts, idf))
+    components = min(config.components, len(texts) - 1, counts.shape[1] - 1)
+    svd = TruncatedSVD(components, algorithm="randomized", n_iter=7, random_state=config.seed).fit(weighted)
+    vectors = _unit(weighted @ svd.components_.T)
+    topics = _by_size(_kmeans(vectors, config.topics, config.seed))
+    formats = format_matrix(texts)
+    mean, scale = formats.mean(0), formats.std(0) + 1e-9
+    format_centroids = _by_size(_kmeans((formats - mean) / scale, config.formats, config.seed))
+    return DomainModel(idf, svd.components_, _unit(topics), mean, scale, format_centroids)
+
+
+def cards(model: DomainModel, texts: list[str], rows: list[dict], config: DomainsConfig) -> dict:
+    """Per topic and format: its share of the sample, top terms (topics) or most distinctive statistics (formats),
+    and the sample documents nearest its centre (id, url, beginning of the text)."""
+    vectors = model.topic_vectors(texts)
+    standardised = (format_matrix(texts) - model.format_mean) / model.format_scale
+    topic_scores = vectors @ model.topic_centroids.T
+    format_distances = ((standardised[:, None, :] - model.format_centroids[None]) ** 2).sum(-1)
+    terms = _term_names(texts, config.hash_features)
+    weights = model.topic_centroids @ model.components
+    topic_cards = []
+    for topic in range(len(model.topic_centroids)):
+        members = np.flatnonzero(topic_scores.argmax(1) == topic)
+        nearest = members[np.argsort(-topic_scores[members, topic], kind="stable")][:EXAMPLES]
+        top = [terms[index] for index in np.argsort(-weights[topic], kind="stable")[:TOP_TERMS * 3]
+               if index in terms][:TOP_TERMS]
+        topic_cards.append({"topic": topic, "sample_documents": int(members.size), "top_terms": top,
+                            "examples": [_example(rows[index], texts[index]) for index in nearest]})
+    format_cards = []
+    for format_ in range(len(model.format_centroids)):
+        members = np.flatnonzero(format_distances.argmin(1) == format_)
+        nearest = members[np.argsort(format_distances[members, format_], kind="stable")][:EXAMPLES]
+        centre = model.format_centroids[format_]
+        distinctive = np.argsort(-np.abs(centre), kind="stable")[:4]
+        format_cards.append({"format": format_, "sample_documents": int(members.size),
+                             "distinctive": [f"{FORMAT_FEATURES[index]} {centre[index]:+.1f} sd" for index in distinctive],
+                             "examples": [_example(rows[index], texts[index]) for index in nearest]})
+    return {"topics": topic_cards, "formats": format_cards}
+
+
+def _tf_idf(counts: sparse.csr_matrix, idf: np.ndarray) -> sparse.csr_matrix:
+    counts = counts.copy()
+    counts.data = 1 + np.log(counts.data)
+    return counts.multiply(idf[None, :]).tocsr()
+
+
+def _unit_rows(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(1)).ravel())
+    return sparse.diags(1 / np.maximum(norms, 1e-12)) @ matrix
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+def _kmeans(points: np.ndarray, clusters: int, seed: int) -> KMeans:
+    return KMeans(min(clusters, len(points)), n_init=4, random_state=seed).fit(points)
+
+
+def _by_size(fitted: KMeans) -> np.ndarray:
+    """Centroids ordered by how many sample points they hold, largest first (ties by index)."""
+    sizes = np.bincount(fitted.labels_, minlength=len(fitted.cluster_centers_))
+    return fitted.cluster_centers_[np.argsort(-sizes, kind="stable")]
+
+
+def _term_names(texts: list[str], features: int) -> dict[int, str]:
+    """Each hashed feature's most frequent word in the sample (a feature may hold several)."""
+    vectorizer = word_vectorizer(features)
+    analyse = vectorizer.build_analyzer()
+    seen: dict[int, Counter] = defaultdict(Counter)
+    words = sorted({word for text in texts for word in analyse(text)})
+    for word, index in zip(words, vectorizer.transform(words).indices.tolist()):
+        seen[index][word] += 1
+    frequency = Counter(word for text in texts for word in analyse(text))
+    return {index: max(candidates, key=lambda word: (frequency[word], word)) for index, candidates in seen.items()}
+
+
+def _example(row: dict, text: str) -> dict:
+    return {"id": row["id"], "url": row["url"], "text": " ".join(text[:EXAMPLE_CHARS].split())}
