@@ -235,7 +235,9 @@ class Check:
             shutil.rmtree(folder, ignore_errors=True)      # its checkpoints: GBs at 124M
         records = step_records(output)
         figures = plan(config)
-        run = {"losses": [record["loss"] for record in records], "plan_memory_gb": figures["planned_memory_gb_per_rank"]}
+        run = {"losses": [record["loss"] for record in records], "plan_memory_gb": figures["planned_memory_gb_per_rank"],
+               "skipped_steps": records[-1].get("skipped_steps") if records else None,     # fp16 only
+               "loss_scale": records[-1].get("loss_scale") if records else None}
         if status:
             return run | {"error": _cause(output), "out_of_memory": any(text in output for text in OUT_OF_MEMORY)}
         timed = records[WARMUP_STEPS:] or records

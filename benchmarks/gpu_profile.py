@@ -60,7 +60,7 @@ def profile(sizes: dict, steps: int) -> tuple[dict, str]:
     config = PRESETS[sizes["preset"]]
     torch.manual_seed(0)
     model = Transformer(config).to(env.device)
-    model = shard_model(model, env.device, bf16=True, compile_scope="blocks" if sizes["compile"] else None)
+    model = shard_model(model, env.device, torch.bfloat16, compile_scope="blocks" if sizes["compile"] else None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=env.device.type == "cuda")
     tokens = torch.randint(0, config.vocab_size, (sizes["micro_batch"], config.seq_len + 1), device=env.device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]

@@ -31,9 +31,12 @@ class ModelSpec(StrictModel):
 
 class HardwareSpec(StrictModel):
     device: Literal["cpu", "h100", "h200", "a100-40gb", "a100-80gb"] = "cpu"
-    dtype: Literal["bf16", "fp32"] = Field("fp32", description=(
+    dtype: Literal["bf16", "fp16", "fp32"] = Field("fp32", description=(
         "bf16 = mixed precision with fp32 master weights (FSDP2's MixedPrecisionPolicy: bf16 compute, fp32 "
-        "gradient reduction), on GPU or CPU"))
+        "gradient reduction), on GPU or CPU; fp16 the same in float16, with dynamic loss scaling (steps whose "
+        "gradients overflow are skipped, counted and logged)"))
+    loss_scale: float = Field(2.0 ** 16, gt=0, description=(
+        "fp16: the loss scale to start from (halved after each overflow, doubled after 2000 clean steps)"))
     data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over, on all nodes")
     nodes: int = Field(1, ge=1, description=(
         "machines the ranks are spread over, data_parallel / nodes each: one torchrun per node, launched by a Dask "

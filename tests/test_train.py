@@ -302,8 +302,8 @@ def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_s
 
 
 def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of_plain_fp32(byte_shards, tmp_path):
-    """Every trainer option runs somewhere: recomputing activations changes no loss; bf16 mixed precision (FSDP2's
-    MixedPrecisionPolicy on CPU ranks) stays within bf16's precision of fp32; torch.compile (inductor's CPU
+    """Every trainer option runs somewhere: recomputing activations changes no loss; bf16 and fp16 mixed precision
+    (FSDP2's MixedPrecisionPolicy on CPU ranks; fp16 with its loss scale) stay within their precision of fp32; torch.compile (inductor's CPU
     backend) within float tolerance."""
     def losses(name: str, **changes) -> list[float]:
         config = _edit(_config(tmp_path, byte_shards, name), steps=4, model__n_layers=1, **changes)
@@ -314,9 +314,39 @@ def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of
     assert losses("recomputed", hardware__activation_checkpointing=True) == pytest.approx(plain, abs=1e-5)
     bf16 = losses("bf16", hardware__dtype="bf16")
     assert bf16 == pytest.approx(plain, rel=2e-2) and bf16 != plain        # close, and really computed in bf16
+    fp16 = losses("fp16", hardware__dtype="fp16")
+    assert fp16 == pytest.approx(plain, rel=2e-2) and fp16 != plain and fp16 != bf16
     assert losses("compiled", hardware__compile=True) == pytest.approx(plain, abs=1e-3)
     assert losses("compiled-whole", hardware__compile=True, hardware__compile_scope="model") == \
         pytest.approx(plain, abs=1e-3)
+
+
+def test_fp16_skips_the_steps_whose_gradients_overflow_and_resumes_with_its_loss_scale(byte_shards, tmp_path):
+    """A loss scale too large to start from (2^20: the gradients reach float16's 65,504) overflows: those steps are
+    skipped (no update: the loss does not move), counted and logged while the scale halves, then the run trains. A
+    run killed after its checkpoint and resumed carries the scale and the count on: the same losses and scales."""
+    def records(name: str, *extra: str) -> list[dict]:
+        return [record for record in _torchrun(_config_path(name), *extra) if "loss" in record and "event" not in record]
+
+    def _config_path(name: str) -> str:
+        path = tmp_path / f"{name}.yaml"
+        if not path.exists():
+            _edit(_config(tmp_path, byte_shards, name), steps=10, model__n_layers=1, grad_accumulation=1,
+                  data__validation=[], hardware__dtype="fp16", hardware__loss_scale=2.0 ** 20)
+        return str(path)
+
+    straight = records("straight-fp16")
+    skipped = [record for record in straight if record["grad_norm"] is None]
+    assert 1 <= len(skipped) <= 6 and skipped == straight[:len(skipped)]
+    assert [record["skipped_steps"] for record in straight] == [min(step, len(skipped)) for step in range(1, 11)]
+    assert [record["loss_scale"] for record in skipped] == [2.0 ** (20 - step) for step in range(1, len(skipped) + 1)]
+    assert max(record["loss"] for record in skipped) - min(record["loss"] for record in skipped) < 0.02   # no update
+    assert straight[-1]["loss"] < straight[len(skipped)]["loss"] - 0.5                                      # trains
+
+    first = records("interrupted-fp16", "--stop-after", "5")          # checkpoint at 4
+    resumed = first[:4] + records("interrupted-fp16")
+    assert [(r["step"], r["loss"], r["loss_scale"], r["skipped_steps"]) for r in resumed] == \
+        [(r["step"], pytest.approx(r["loss"], abs=1e-6), r["loss_scale"], r["skipped_steps"]) for r in straight]
 
 
 def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_once(byte_shards, tmp_path):

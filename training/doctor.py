@@ -16,7 +16,9 @@ The checks and their thresholds (chosen wide, so that a clean run of a few dozen
 - the learning rate off the configured warmup + cosine schedule by more than 0.1% of the peak learning rate;
 - the batch more than 10x above or below the measured gradient noise scale B_noise (the median of the last
   quarter of its estimates; none while that is not positive, i.e. still noise);
-- the gradient norm growing: the median of the last fifth of the steps over 3x that of the second fifth.
+- the gradient norm growing: the median of the last fifth of the steps over 3x that of the second fifth;
+- fp16's loss scale still falling after the first quarter of the run (a start too high calibrates there): lower at
+  the end than then, with at least max(3, 5% of the steps) steps skipped on overflowing gradients since.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from training.batch_ramp import lr_factor, schedule_position
 from training.lr_schedule import learning_rate
 
 SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC = "spike_loss", "rollback_to", "resumed_at"
+SCALE_METRIC, SKIPPED_METRIC = "loss_scale", "skipped_steps"      # fp16 (training.loss_scale)
 
 
 # A severe finding means the run's numbers cannot be trusted (a bug, leakage, a broken resume or schedule); the
@@ -314,8 +317,24 @@ def _grad_norm_growth(run: RunHistory) -> list[Finding]:
                     "watch for loss spikes", {"early_median": early, "late_median": late})]
 
 
+def _loss_scale(run: RunHistory) -> list[Finding]:
+    scales = sorted(run.series(SCALE_METRIC).items())
+    if len(scales) < 8:
+        return []
+    skipped = run.series(SKIPPED_METRIC)
+    (settled_step, settled), (last_step, final) = scales[len(scales) // 4], scales[-1]
+    late = skipped.get(last_step, 0) - skipped.get(settled_step, 0)
+    if final >= settled or late < max(3, 0.05 * len(scales)):
+        return []
+    return [Finding("loss_scale_falling", f"the fp16 loss scale fell from {settled:g} at step {settled_step} to "
+                    f"{final:g} at step {last_step}, with {late:g} steps skipped on overflowing gradients since",
+                    "overflows that do not stop: train in bf16 (hardware.dtype: bf16 has fp32's range), or lower "
+                    "the learning rate and look for loss spikes",
+                    {"settled_scale": settled, "final_scale": final, "skipped_since": late})]
+
+
 CHECKS = (_spikes, _resume_jumps, _initial_loss, _implausibly_low, _validation_below_training, _validation_rising,
-          _throughput, _mfu, _lr_schedule, _noise_scale, _grad_norm_growth)
+          _throughput, _mfu, _lr_schedule, _noise_scale, _grad_norm_growth, _loss_scale)
 
 
 def diagnose(run: RunHistory) -> list[Finding]:

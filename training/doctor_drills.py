@@ -7,7 +7,7 @@ import copy
 import math
 
 from configs.training import OptimizerSpec
-from training.doctor import RESUME_METRIC, SPIKE_METRIC, RunHistory
+from training.doctor import RESUME_METRIC, SCALE_METRIC, SKIPPED_METRIC, SPIKE_METRIC, RunHistory
 from training.lr_schedule import learning_rate
 
 MIN_STEPS = 40          # every check has enough points (throughput 10, gradient norm 20, noise scale 4)
@@ -60,10 +60,15 @@ def inject(run: RunHistory, fault: str) -> RunHistory:
         metrics["b_noise"] = [(step, batch / 50) for step in range(2, steps + 1)]
     elif fault == "grad_norm_growth":
         metrics["grad_norm"] = each("grad_norm", lambda step, value: value * 40 ** (step / steps))
+    elif fault == "loss_scale_falling":     # fp16: settled at 2^15 after 3 early overflows, halving from mid-run
+        skipped = [3 + max(0, (step - middle) // 10) for step in range(1, steps + 1)]
+        metrics[SKIPPED_METRIC] = list(zip(range(1, steps + 1), skipped))
+        metrics[SCALE_METRIC] = [(step, 2.0 ** (18 - count)) for step, count in metrics[SKIPPED_METRIC]]
     else:
         raise ValueError(f"no drill for {fault!r}")
     return faulty
 
 
 FAULTS = ("loss_spikes", "resume_discontinuity", "initial_loss", "loss_too_low", "validation_below_training",
-          "validation_rising", "throughput_drop", "low_mfu", "lr_schedule", "batch_vs_noise_scale", "grad_norm_growth")
+          "validation_rising", "throughput_drop", "low_mfu", "lr_schedule", "batch_vs_noise_scale", "grad_norm_growth",
+          "loss_scale_falling")

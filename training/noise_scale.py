@@ -51,12 +51,12 @@ class NoiseProbe:
         """Whether the probe reads the gradient after micro-batch `index`: the first of an accumulated update."""
         return index == 0 and accumulation > 1
 
-    def after_first_micro_batch(self, model, accumulation: int) -> None:
+    def after_first_micro_batch(self, model, accumulation: int, loss_scale: float = 1.0) -> None:
         """The ranks' reduced gradient of the first micro-batch (accumulated gradients are sums / accumulation: back
         to the mean)."""
         from training.parallel import gradient_norm
 
-        self.first_sq = (gradient_norm(model) * accumulation) ** 2
+        self.first_sq = (gradient_norm(model) * accumulation / loss_scale) ** 2    # fp16: still scaled here
 
     def after_update(self, total_norm: float, accumulation: int) -> float | None:
         if accumulation < 2:

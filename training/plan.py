@@ -36,10 +36,11 @@ from training.sizing import size_for_lifetime
 
 # Dense peak FLOP/s per device and dtype (vendor data sheets); CPU has no entry: tokens/s only.
 PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", "bf16"): 312e12,
-              ("a100-80gb", "bf16"): 312e12, ("h100", "fp32"): 67e12, ("h200", "fp32"): 67e12,
-              ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
+              ("a100-80gb", "bf16"): 312e12, ("h100", "fp16"): 989e12, ("h200", "fp16"): 989e12,
+              ("a100-40gb", "fp16"): 312e12, ("a100-80gb", "fp16"): 312e12, ("h100", "fp32"): 67e12,
+              ("h200", "fp32"): 67e12, ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
 DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
-STATE_BYTES = {"bf16": (2, 2, 12), "fp32": (4, 4, 8)}     # parameters, gradients, optimizer per parameter
+STATE_BYTES = {"bf16": (2, 2, 12), "fp16": (2, 2, 12), "fp32": (4, 4, 8)}   # parameters, gradients, optimizer
 ACTIVATION_BYTES = {"eager": (58, 8), "compiled": (22, 6)}  # per element: base + per_ffn * ffn_dim / d_model
 GB = 1e9
 DEFAULT_STEPS = 100
@@ -70,10 +71,11 @@ def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpoin
     """Peak bytes of activations: every layer's kept tensors and the loss's chunk, or with checkpointing each
     layer's input, plus the larger of one layer recomputed and the loss's chunk (they are not alive together)."""
     elements = model.seq_len * micro_batch * model.d_model
-    layer = layer_bytes_per_element(model, compiled) * elements * (1 if dtype == "bf16" else 2)
-    chunk, kept = loss_bytes(model, micro_batch, 1 if dtype == "bf16" else 2)
+    scale = 2 if dtype == "fp32" else 1
+    layer = layer_bytes_per_element(model, compiled) * elements * scale
+    chunk, kept = loss_bytes(model, micro_batch, scale)
     if checkpointing:
-        return model.n_layers * 2 * elements * (1 if dtype == "bf16" else 2) + max(layer, chunk) + kept
+        return model.n_layers * 2 * elements * scale + max(layer, chunk) + kept
     return model.n_layers * layer + chunk + kept
 
 

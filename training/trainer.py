@@ -24,6 +24,7 @@ from training.checkpointer import Checkpointer, UpdateCounter
 from training.device_batches import DeviceBatches
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.loss_scale import LossScale
 from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
 from training.lr_schedule import learning_rate
 from training.model import ModelConfig, Transformer
@@ -34,6 +35,8 @@ from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
 from training.step_timer import StepTimer
+
+COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}     # mixed precision; fp32: none
 
 
 class NonFiniteLoss(RuntimeError):
@@ -56,10 +59,12 @@ class Trainer:
         self.counter = UpdateCounter()
         self.data = training_batches(config, env, model_spec)
         self.model = shard_model(Transformer(model_spec).to(env.device), env.device,
-                                 bf16=config.hardware.dtype == "bf16",   # on CPU too: FSDP2's policy casts there too
+                                 COMPUTE_DTYPES.get(config.hardware.dtype),   # on CPU too: FSDP2's policy casts there
                                  activation_checkpointing=config.hardware.activation_checkpointing,
                                  compile_scope=config.hardware.compile_scope if config.hardware.compile else None)
         self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
+        self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
+            else None
         self.spikes = SpikeDetector(config.spikes)
         self.micro_sequences = config.micro_batch_size * env.world_size
         self.ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, self.micro_sequences, model_spec.seq_len)
@@ -69,6 +74,7 @@ class Trainer:
             if config.eval.suite else None
         self.checkpointer = Checkpointer(config.checkpoint, self.model, self.optimizer, env.rank, self.counter,
                                          {"data": self.data, "spikes": self.spikes, "noise": self.noise,
+                                          "loss_scale": self.loss_scale,
                                           "ramp": self.ramp if config.batch_ramp.schedule == "noise_scale" else None})
         self.full_update_tokens = self.micro_sequences * model_spec.seq_len * config.grad_accumulation
         self.total_tokens = self.total_steps * self.full_update_tokens   # a ramped run: more, smaller updates
@@ -113,20 +119,25 @@ class Trainer:
         self.check_finite(loss)
         if self.skipped_as_spike(loss):
             return None
-        b_noise = self.noise.after_update(grad_norm, accumulation) if self.noise else None
+        finite = math.isfinite(grad_norm)       # not, under fp16, when the gradients overflowed: a skipped step
+        b_noise = self.noise.after_update(grad_norm, accumulation) if self.noise and finite else None
         self.ramp.observe(b_noise)
-        self.optimizer.step()
+        if self.loss_scale is None:
+            self.optimizer.step()
+        else:
+            self.loss_scale.step(self.optimizer)
         self.optimizer.zero_grad(set_to_none=True)
         counter.step += 1
         update_tokens = accumulation * self.micro_sequences * self.model_spec.seq_len
         counter.tokens += update_tokens
         seconds = self.timer.seconds()
         peak = self.peak_flops
-        return {"loss": round(loss, 6), "lr": rate, "grad_norm": round(grad_norm, 6),
+        return {"loss": round(loss, 6), "lr": rate, "grad_norm": round(grad_norm, 6) if finite else None,
                 "b_noise": round(b_noise, 3) if b_noise else None, "batch_sequences": accumulation * self.micro_sequences,
                 "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
                 "mfu": round(self.flops_per_token * update_tokens / seconds / (peak * self.env.world_size), 4) if peak
-                else None, "peak_memory_gb": _peak_memory_gb(self.env.device)}
+                else None, "peak_memory_gb": _peak_memory_gb(self.env.device),
+                **(self.loss_scale.figures() if self.loss_scale else {})}
 
     def scheduled_rate(self, accumulation: int) -> float:
         """The schedule's learning rate for the next update, placed by the tokens trained on so far, and scaled as
@@ -151,10 +162,13 @@ class Trainer:
             model.set_reshard_after_backward(last)
             inputs, targets = self.data.next_batch()
             loss, cross_entropy = model(inputs, targets, self.config.optimizer.z_loss)
-            (loss / accumulation).backward()
+            scaled = loss / accumulation
+            (self.loss_scale.scaled(scaled) if self.loss_scale else scaled).backward()
             losses.append(cross_entropy.detach())
             if probing:
-                noise.after_first_micro_batch(model, accumulation)
+                noise.after_first_micro_batch(model, accumulation, self.loss_scale.scale if self.loss_scale else 1.0)
+        if self.loss_scale:
+            self.loss_scale.unscale(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), self.config.optimizer.grad_clip or math.inf)
         return all_reduce_mean(torch.stack(losses).mean(), self.env.device), full_norm(grad_norm)
 
@@ -174,6 +188,8 @@ class Trainer:
             return False
         counter = self.counter
         self.optimizer.zero_grad(set_to_none=True)
+        if self.loss_scale:
+            self.loss_scale.discard()
         self.echo({"event": "spike_skipped", "attempt": counter.attempt, "step": counter.step, "loss": round(loss, 6)})
         self.logger.metrics(counter.step, {SPIKE_METRIC: loss})
         if wants_rollback and (checkpoint := self.checkpointer.rollback()):
