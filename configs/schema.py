@@ -78,7 +78,9 @@ class ExtractConfig(StrictModel):
 
 
 class DaskConfig(StrictModel):
-    address: str | None = Field(None, description="tcp://host:port of an existing scheduler; None starts a LocalCluster")
+    address: str | None = Field(None, description="tcp://host:port of an existing scheduler, or tls://host:port (its "
+                                                  "certificates from Dask's configuration: docs/operations.md, "
+                                                  "'Multi-host mode'); None starts a LocalCluster")
     n_workers: int | None = Field(None, gt=0, description="LocalCluster worker processes; None = number of cores")
     threads_per_worker: int = Field(1, gt=0)
 

@@ -1,6 +1,7 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
 compare ablations, sweep model sizes and fit a scaling law, sample or export a trained model, export token shards
-for Megatron, and start the long-running services (`sluice server`)."""
+for Megatron, start the long-running services (`sluice server`), and make a multi-host cluster's certificates and
+credentials (`sluice secrets`)."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
 
     run = commands.add_parser("run", help="run a recipe end to end")
     run.add_argument("recipe", type=Path)
-    run.add_argument("--dask-address", help="tcp://host:port of an existing Dask scheduler")
+    run.add_argument("--dask-address", help="tcp://host:port of an existing Dask scheduler (tls://host:port: "
+                                             "with the DASK_DISTRIBUTED__COMM__TLS__* certificates set)")
     run.add_argument("--workers", type=int, help="LocalCluster worker processes (default: recipe or cores)")
     run.add_argument("--store", help="override the recipe's stage store")
 
@@ -111,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("--json", action="store_true", help="print the fates as JSON")
 
     server = commands.add_parser("server", help="start Prefect, MLflow, optionally Dask, and serve the deployments")
-    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--host", default="127.0.0.1", help="where every service listens: loopback, unless "
+                                                           "--multi-host (then this machine's address for the others)")
+    server.add_argument("--multi-host", action="store_true", help=(
+        "listen for other machines, each service behind its own authentication: Prefect's auth string and MLflow's "
+        "basic auth (PREFECT_API_AUTH_STRING, MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD from the "
+        "environment), Dask's TLS (--certs)"))
+    server.add_argument("--certs", type=Path, help="with --multi-host and --dask-workers: the folder of Dask TLS "
+                                                   "certificates that `sluice secrets` made")
     server.add_argument("--prefect-port", type=int, default=4200)
     server.add_argument("--mlflow-port", type=int, default=5000)
     server.add_argument("--dask-workers", type=int, default=0, help="start a Dask scheduler and N worker processes")
@@ -120,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--deployments", default="configs/deployments.yaml",
                         help="the deployments file to serve ('' serves none)")
     server.add_argument("--backend-store-uri", help="MLflow's backend store (default: SQLite in the state dir)")
+
+    made = commands.add_parser("secrets", help="make a multi-host cluster's Dask TLS certificates (a CA, the "
+                                               "scheduler's, the nodes') and its Prefect and MLflow credentials")
+    made.add_argument("folder", type=Path)
+    made.add_argument("--days", type=int, default=365, help="how long the certificates are valid (default 365)")
 
     args = parser.parse_args(argv)
     quiet = args.command in QUIET_COMMANDS and not args.verbose
@@ -160,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args, recipe) -> int:
     if args.command == "server":
         return _server(args)
+    if args.command == "secrets":
+        return _secrets(args)
     if args.command == "corpus":
         return _corpus(args)
     if args.command == "plan":
@@ -488,7 +504,28 @@ def _server(args) -> int:
     return run_server(ServerOptions(
         host=args.host, prefect_port=args.prefect_port, mlflow_port=args.mlflow_port, dask_workers=args.dask_workers,
         dask_port=args.dask_port, dask_dashboard_port=args.dask_dashboard_port, deployments=str(Path(args.deployments).resolve()) if args.deployments else None,
-        backend_store_uri=args.backend_store_uri, state=state_dir() / "server"))
+        backend_store_uri=args.backend_store_uri, state=state_dir() / "server", multi_host=args.multi_host,
+        certs=args.certs))
+
+
+def _secrets(args) -> int:
+    from flows.cluster_secrets import (CA_CERT, CA_KEY, CREDENTIALS, NODE_CERT, NODE_KEY, SCHEDULER_KEY, SecretsExist,
+                                       make_cluster_secrets)
+
+    if args.days < 1:
+        print(f"sluice secrets: --days {args.days}: give 1 or more", file=sys.stderr)
+        return 2
+    try:
+        written = make_cluster_secrets(args.folder, args.days)
+    except (SecretsExist, OSError) as error:
+        print(f"sluice secrets: {error}", file=sys.stderr)
+        return 2
+    print(f"made in {args.folder}: {', '.join(path.name for path in written)} (certificates valid {args.days} days)")
+    print(f"  {CA_KEY} signs certificates and {SCHEDULER_KEY} is the scheduler's: keep them on this machine; every "
+          f"other machine gets {CA_CERT}, {NODE_CERT}, {NODE_KEY} and {CREDENTIALS}")
+    print(f"  load the credentials before `sluice server --multi-host --certs {args.folder}`, and on every client: "
+          f"set -a; . {args.folder / CREDENTIALS}; set +a")
+    return 0
 
 
 def _corpus(args) -> int:

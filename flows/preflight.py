@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import fsspec
 
 from configs.schema import Recipe, RecipeError
+from flows.dask_tls import client_tls_problems
 from flows.training_nodes import dask_address
 from storage.document_shard import DOCUMENT_SCHEMA
 from storage.fs import expand_inputs
@@ -28,7 +29,7 @@ ADDED_COLUMNS = {"dup_cluster": "dedup", "dup_cluster_size": "dedup", "kenlm_buc
 def preflight(recipe: Recipe, origin: str) -> None:
     """Raise a RecipeError listing every problem found, or return."""
     found = [*_input_problems(recipe), *_data_file_problems(recipe), *_mixture_problems(recipe),
-             *_training_problems(recipe)]
+             *client_tls_problems(recipe.dask.address, "dask.address"), *_training_problems(recipe)]
     if found:
         raise RecipeError(f"{origin}: the recipe cannot run on this machine:\n" + "\n".join(f"  {line}" for line in found))
 
@@ -127,7 +128,7 @@ def _training_problems(recipe: Recipe) -> Iterator[str]:
         return
     if train.hardware.nodes > 1:
         try:
-            dask_address(train)
+            yield from client_tls_problems(dask_address(train), "train.hardware.dask_address")
         except ValueError as error:
             yield f"train.{error}"
     if train.hardware.device == "cpu":          # no device memory to fit; and torch stays unimported here

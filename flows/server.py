@@ -7,23 +7,32 @@
 - the deployments process (`flows/deployments.py`) serving `configs/deployments.yaml` against that Prefect
   server, its flow runs logging to the MLflow server and computing on the Dask cluster.
 
+On loopback only, unless `--multi-host` (flows/multi_host.py): then Prefect asks for its auth string, MLflow for
+basic-auth credentials and Dask for TLS certificates, and the dashboards stay on loopback.
+
 Every port is checked before anything starts (a second server on busy ports stops with the port named); each
 service is started after the one before answers its health check. Ctrl-C or SIGTERM, or any service dying,
 stops everything started, process group by process group (SIGTERM, then SIGKILL after a grace period).
 """
 from __future__ import annotations
 
+import base64
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flows.dask_tls import REQUIRE_ENCRYPTION_ENV, tls_env
+from flows.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
+                              host_problems, mlflow_auth_config, mlflow_login_refused)
 from flows.processes import kill_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +48,8 @@ class Service:
     command: list[str]
     health_url: str | None = None          # None: up once started (dask workers, the deployments process)
     env: dict[str, str] = field(default_factory=dict)
+    login: tuple[str, str] | None = None   # basic-auth credentials the health check is made with
+    refused: str = ""                      # what to say when they are refused
     process: subprocess.Popen | None = None
 
 
@@ -53,6 +64,8 @@ class ServerOptions:
     deployments: str | None = "configs/deployments.yaml"
     backend_store_uri: str | None = None
     state: Path = Path(".state/server")
+    multi_host: bool = False
+    certs: Path | None = None              # the Dask TLS certificates (`sluice secrets`), with --multi-host
 
     @property
     def prefect_api_url(self) -> str:
@@ -64,65 +77,118 @@ class ServerOptions:
 
     @property
     def dask_address(self) -> str:
-        return f"tcp://{self.host}:{self.dask_port}"
+        return f"{'tls' if self.multi_host else 'tcp'}://{self.host}:{self.dask_port}"
+
+    @property
+    def dashboard_host(self) -> str:
+        """The Dask dashboards have no authentication: this machine only, in multi-host mode."""
+        return "127.0.0.1" if self.multi_host else self.host
 
 
-def services(options: ServerOptions) -> list[Service]:
-    """What to start, in order, with the environment each needs."""
+def checked_credentials(options: ServerOptions) -> Credentials | None:
+    """The credentials the services will ask for (None on loopback); ServerError if the options would let anyone
+    in, or lack what multi-host mode needs."""
+    problems = host_problems(options.host, options.multi_host)
+    credentials = None
+    if options.multi_host:
+        credentials, missing = credentials_from_environment()
+        problems += missing
+        if options.dask_workers and not options.certs:
+            problems.append("--dask-workers in multi-host mode needs --certs DIR: the Dask TLS certificates "
+                            "(make them with `sluice secrets DIR`)")
+        if options.certs and (missing := [Path(path).name for path in tls_env(options.certs, scheduler=True).values()
+                                          if not Path(path).exists()]):
+            problems.append(f"--certs {options.certs} lacks {', '.join(dict.fromkeys(missing))} (make them with "
+                            f"`sluice secrets DIR`)")
+    if problems:
+        raise ServerError("cannot start:\n" + "\n".join(f"  {line}" for line in problems))
+    return credentials
+
+
+def services(options: ServerOptions, credentials: Credentials | None = None) -> list[Service]:
+    """What to start, in order, with the environment each needs; `credentials` in multi-host mode."""
     state = options.state.resolve()
     python = sys.executable
     bin_dir = Path(python).parent
     common = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1",
               "PYTHONPATH": str(ROOT)}
     clients = common | {"PREFECT_API_URL": options.prefect_api_url, "MLFLOW_TRACKING_URI": options.mlflow_url}
+    if credentials:
+        clients |= credentials.client_env()
+    # the URL the UI's browser code calls; set it yourself behind a proxy
+    prefect_env = {"PREFECT_HOME": str(state / "prefect"),
+                   "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL", options.prefect_api_url)}
+    mlflow = Service("mlflow", [str(bin_dir / "mlflow"), "server", "--host", options.host, "--port",
+                                str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
+                                options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
+                                "--artifacts-destination", str(state / "mlartifacts"), "--serve-artifacts"],
+                     f"{options.mlflow_url}/health",
+                     common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})   # GenAI job runners: 8 idle processes
+    if credentials:
+        prefect_env["PREFECT_SERVER_API_AUTH_STRING"] = credentials.auth_string
+        _with_basic_auth(mlflow, options, credentials)
     found = [
         Service("prefect", [str(bin_dir / "prefect"), "server", "start", "--host", options.host,
                             "--port", str(options.prefect_port), "--analytics-off"],
-                f"{options.prefect_api_url}/health",
-                common | {"PREFECT_HOME": str(state / "prefect"), # the URL the UI's browser code calls; set it yourself behind a proxy or for --host 0.0.0.0
-                          "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL", options.prefect_api_url)}),
-        Service("mlflow", [str(bin_dir / "mlflow"), "server", "--host", options.host, "--port",
-                           str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
-                           options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
-                           "--artifacts-destination", str(state / "mlartifacts"), "--serve-artifacts"],
-                f"{options.mlflow_url}/health",
-                common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}),   # GenAI job runners: 8 idle processes
+                f"{options.prefect_api_url}/health", common | prefect_env),
+        mlflow,
     ]
+    # in multi-host mode, every process that reaches the scheduler has the node certificate
+    dask_clients = clients | (tls_env(options.certs) if options.multi_host and options.certs else {})
     if options.dask_workers:
         from flows.dask_cluster import SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
 
+        tls = (tls_env(options.certs, scheduler=True) | REQUIRE_ENCRYPTION_ENV) if options.multi_host else {}
         found.append(Service("dask-scheduler", [str(bin_dir / "dask"), "scheduler", "--host", options.host,
-                                                "--port", str(options.dask_port), "--dashboard-address",
-                                                f"{options.host}:{options.dask_dashboard_port}"],
-                             f"http://{options.host}:{options.dask_dashboard_port}/health",
-                             clients | SCHEDULER_CONFIG_ENV))
+                                                "--port", str(options.dask_port), "--protocol",
+                                                options.dask_address.split("://")[0], "--dashboard-address",
+                                                f"{options.dashboard_host}:{options.dask_dashboard_port}"],
+                             f"http://{options.dashboard_host}:{options.dask_dashboard_port}/health",
+                             clients | SCHEDULER_CONFIG_ENV | tls))
         from flows.training_nodes import TRAINER_RESOURCE
 
         preload = [arg for module in WORKER_PRELOAD for arg in ("--preload", module)]
         # every worker can be a training node (hardware.nodes > 1): one torchrun per worker at most
         found += [Service(f"dask-worker-{index}", [str(bin_dir / "dask"), "worker", options.dask_address,
                                                   "--nthreads", "1", "--host", options.host,
+                                                  "--dashboard-address", f"{options.dashboard_host}:0",
                                                   "--resources", f"{TRAINER_RESOURCE}=1",
                                                   "--name", f"sluice-{index}", *preload], None,
-                          clients | WORKER_CONFIG_ENV)
+                          dask_clients | WORKER_CONFIG_ENV | tls)
                   for index in range(options.dask_workers)]
     if options.deployments:
         dask = {"SLUICE_DASK_ADDRESS": options.dask_address} if options.dask_workers else {}
         found.append(Service("deployments", [python, "-m", "flows.deployments", options.deployments], None,
-                             clients | dask))
+                             dask_clients | dask))
     return found
 
 
+def _with_basic_auth(mlflow: Service, options: ServerOptions, credentials: Credentials) -> None:
+    """MLflow's basic-auth app, its admin the credentials' user; the health check logs in, so that a user database
+    kept from an earlier start with another password stops the server here rather than every client later."""
+    users = options.state.resolve()
+    # MLflow checks the Host header against its allowed hosts (loopback and private networks by default)
+    mlflow.command += ["--app-name", "basic-auth", "--allowed-hosts", f"{options.host}:{options.mlflow_port}"]
+    mlflow.env |= {"MLFLOW_AUTH_CONFIG_PATH": str(users / MLFLOW_AUTH_CONFIG),
+                   "MLFLOW_AUTH_ADMIN_USERNAME": credentials.username,
+                   "MLFLOW_AUTH_ADMIN_PASSWORD": credentials.password,
+                   # signs the UI's CSRF tokens; a new one per start only logs browsers out
+                   "MLFLOW_FLASK_SERVER_SECRET_KEY": os.environ.get("MLFLOW_FLASK_SERVER_SECRET_KEY")
+                   or secrets.token_hex(32)}
+    mlflow.health_url = f"{options.mlflow_url}/api/2.0/mlflow/experiments/search?max_results=1"
+    mlflow.login, mlflow.refused = (credentials.username, credentials.password), mlflow_login_refused(users)
+
+
 def busy_ports(options: ServerOptions) -> list[int]:
-    wanted = [options.prefect_port, options.mlflow_port]
+    wanted = [(options.host, options.prefect_port), (options.host, options.mlflow_port)]
     if options.dask_workers:
-        wanted += [options.dask_port, options.dask_dashboard_port]
+        wanted += [(options.host, options.dask_port), (options.dashboard_host, options.dask_dashboard_port)]
     busy = []
-    for port in wanted:
+    for host, port in wanted:
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the servers do: TIME_WAIT is not busy
             try:
-                probe.bind((options.host, port))
+                probe.bind((host, port))
             except OSError:
                 busy.append(port)
     return busy
@@ -135,15 +201,19 @@ class Supervisor:
         self.options, self.out = options, out
         self.started: list[Service] = []
         self.stopping = threading.Event()
+        self.credentials: Credentials | None = None
 
     def start(self, startup_timeout_s: float = 180.0) -> None:
+        self.credentials = checked_credentials(self.options)
         if busy := busy_ports(self.options):
             raise ServerError(f"port(s) {', '.join(map(str, busy))} on {self.options.host} are in use: another "
                               f"sluice server (or another program) is running; stop it, or pick other ports "
                               f"(--prefect-port, --mlflow-port, --dask-port, --dask-dashboard-port)")
         logs = self.options.state / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        for service in services(self.options):
+        if self.credentials:         # MLflow's basic-auth configuration: where its users are kept (no secret in it)
+            (self.options.state / MLFLOW_AUTH_CONFIG).write_text(mlflow_auth_config(self.options.state.resolve()))
+        for service in services(self.options, self.credentials):
             log = open(logs / f"{service.name}.log", "ab")
             service.process = subprocess.Popen(service.command, cwd=ROOT, env=os.environ | service.env, stdout=log,
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -159,7 +229,7 @@ class Supervisor:
                  "Prefect API": options.prefect_api_url, "MLflow UI": options.mlflow_url}
         if options.dask_workers:
             found |= {"Dask scheduler": options.dask_address,
-                      "Dask dashboard": f"http://{options.host}:{options.dask_dashboard_port}/status"}
+                      "Dask dashboard": f"http://{options.dashboard_host}:{options.dask_dashboard_port}/status"}
         return found
 
     def watch(self, poll_s: float = 1.0) -> str:
@@ -182,20 +252,29 @@ class Supervisor:
             if service.process.poll() is not None:
                 raise ServerError(f"{service.name} exited with {service.process.returncode} while starting:\n"
                                   f"{_tail(log)}")
-            if service.health_url is None or _answers(service.health_url):
+            status = _status(service.health_url, service.login) if service.health_url else 200
+            if status == 200:
                 return
+            if service.login and status in (401, 403):
+                raise ServerError(f"{service.name}: {service.refused}")
             if time.monotonic() > deadline:
                 raise ServerError(f"{service.name} did not answer {service.health_url} within {timeout_s:.0f} s:\n"
                                   f"{_tail(log)}")
             time.sleep(0.5)
 
 
-def _answers(url: str) -> bool:
+def _status(url: str, login: tuple[str, str] | None) -> int | None:
+    """The HTTP status of a GET (None: no answer), made with basic-auth credentials if given."""
+    request = urllib.request.Request(url)
+    if login:
+        request.add_header("Authorization", "Basic " + base64.b64encode(":".join(login).encode()).decode())
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
+        with urllib.request.urlopen(request, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
     except OSError:
-        return False
+        return None
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -214,6 +293,10 @@ def run_server(options: ServerOptions, out=sys.stdout) -> int:
         if options.deployments:
             print(f"  deployments:     {options.deployments} (http://{options.host}:{options.prefect_port}"
                   f"/deployments)", file=out)
+        if supervisor.credentials:
+            print("Multi-host mode: Prefect asks for its auth string, MLflow for basic-auth credentials, Dask for "
+                  "TLS certificates; the Dask dashboards answer on this machine only.", file=out)
+            print(client_instructions(supervisor.urls(), supervisor.credentials, options.certs), file=out)
         print("sluice server: up; Ctrl-C stops everything", file=out, flush=True)
         reason = supervisor.watch()
         print(f"sluice server: {reason}; stopping", file=out, flush=True)
