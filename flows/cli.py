@@ -1,7 +1,8 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
-compare ablations, sweep model sizes and fit a scaling law, sample or export a trained model, export token shards
-for Megatron, start the long-running services (`sluice server`), and make a multi-host cluster's certificates and
-credentials (`sluice secrets`)."""
+compare ablations, sweep model sizes and fit a scaling law, sample, export or evaluate (lm-evaluation-harness) a
+trained model, say what became of a document (`sluice why`), export token shards for Megatron, start the
+long-running services (`sluice server`), and make a multi-host cluster's certificates and credentials
+(`sluice secrets`)."""
 from __future__ import annotations
 
 import argparse
@@ -101,6 +102,19 @@ def main(argv: list[str] | None = None) -> int:
                                           "registered models:/<name>/<version>")
     export.add_argument("out_dir", type=Path)
 
+    evaluate = commands.add_parser("eval", help="run lm-evaluation-harness tasks on a trained model's Hugging Face "
+                                                "export; log their metrics to the model's MLflow run")
+    evaluate.add_argument("model_uri", help="models:/<model id> (printed by `sluice train`, `run`, `ablate`) or a "
+                                            "registered models:/<name>/<version>")
+    evaluate.add_argument("--tasks", required=True,
+                          help="comma-separated: sluice_lastword (local, offline) and/or lm-eval's own tasks, e.g. "
+                               "hellaswag,arc_easy,piqa (their data comes from the Hugging Face Hub)")
+    evaluate.add_argument("--limit", type=_count_or_fraction,
+                          help="score only the first N items of each task (a fraction below 1: that share)")
+    evaluate.add_argument("--batch-size", type=int, default=8)
+    evaluate.add_argument("--num-fewshot", type=int, help="few-shot examples (default: each task's own, else 0)")
+    evaluate.add_argument("--device", help="torch device (default: cuda when there is a GPU, else cpu)")
+
     megatron = commands.add_parser("export-megatron", help="write a tokenize or mixture stage's token shards as "
                                                           "Megatron indexed datasets (.bin/.idx)")
     megatron.add_argument("manifest", help="the stage's manifest.json (printed by `sluice run`, in its stage folder)")
@@ -198,6 +212,8 @@ def _command(args, recipe) -> int:
         return _why(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "eval":
+        return _eval(args)
     if args.command == "export-megatron":
         return _export_megatron(args)
     if args.command == "recipe-reference":
@@ -481,6 +497,42 @@ def _export(args) -> int:
           f"(AutoModelForCausalLM / AutoTokenizer.from_pretrained)")
     if result["artifact_uri"]:
         print(f"logged to MLflow run {result['run_id']}: {result['artifact_uri']}")
+    return 0
+
+
+def _count_or_fraction(text: str) -> int | float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: a positive count or a fraction")
+    return value if value < 1 else int(value)
+
+
+def _eval(args) -> int:
+    import mlflow
+
+    from flows.downstream_eval import METRIC_PREFIX, TaskDataUnavailable, UnknownTasks, evaluate_model
+    from tasks.evaluation.lm_eval_results import results_table
+    from tasks.tokenize.hf_tokenizer import TokenizerNotConvertible
+    from tracking.store import tracking_uri
+    from training.hf_export import ModelNotExportable
+
+    mlflow.set_tracking_uri(tracking_uri(None))
+    try:
+        result = evaluate_model(args.model_uri, args.tasks.split(","), limit=args.limit, batch_size=args.batch_size,
+                                device=args.device, num_fewshot=args.num_fewshot, quiet=not args.verbose)
+    except (UnknownTasks, TaskDataUnavailable) as error:
+        print(f"sluice eval: {error}", file=sys.stderr)
+        return 2
+    except mlflow.exceptions.MlflowException as error:
+        print(f"sluice eval {args.model_uri}: {error}", file=sys.stderr)
+        return 2
+    except (ModelNotExportable, TokenizerNotConvertible) as error:
+        print(f"sluice eval {args.model_uri}: refused: {error}", file=sys.stderr)
+        return 3
+    print(results_table(result["tasks"]))
+    if result["run_id"]:
+        print(f"logged to MLflow run {result['run_id']}: metrics {METRIC_PREFIX}/<task>/<metric>, "
+              f"results runs:/{result['run_id']}/{result['artifact']}")
     return 0
 
 

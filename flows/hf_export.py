@@ -17,9 +17,10 @@ from training.hf_export import SpecialTokenIds, save_qwen3
 ARTIFACT_PATH = "huggingface"
 
 
-def export_hf_checkpoint(model_uri: str, out_dir: str | Path) -> dict:
+def export_hf_checkpoint(model_uri: str, out_dir: str | Path, log_to_run: bool = True) -> dict:
     """Write the checkpoint into `out_dir`; returns it with the source run and the artifacts' URI (None if the
-    model has no run). Raises `ModelNotExportable` or `TokenizerNotConvertible` naming a setting it cannot map."""
+    model has no run, or `log_to_run` is off: `sluice eval`'s working copy). Raises `ModelNotExportable` or
+    `TokenizerNotConvertible` naming a setting it cannot map."""
     loaded = load_language_model(model_uri)
     processor = loaded.tokenizer
     special = SpecialTokenIds(*(_piece_id(index) for index in (processor.bos_id(), processor.eos_id(),
@@ -31,12 +32,12 @@ def export_hf_checkpoint(model_uri: str, out_dir: str | Path) -> dict:
     with tempfile.TemporaryDirectory(dir=out) as staging:
         save_hf_tokenizer(processor.serialized_model_proto(), staging, model_max_length=loaded.model.config.seq_len)
         save_qwen3(loaded.model, staging, special)
-        if run_id:
+        if run_id and log_to_run:
             mlflow.MlflowClient().log_artifacts(run_id, staging, ARTIFACT_PATH)
         for written in Path(staging).iterdir():
             shutil.move(written, out / written.name)
     return {"out_dir": str(out), "run_id": run_id,
-            "artifact_uri": f"runs:/{run_id}/{ARTIFACT_PATH}" if run_id else None}
+            "artifact_uri": f"runs:/{run_id}/{ARTIFACT_PATH}" if run_id and log_to_run else None}
 
 
 def source_run_id(model_uri: str) -> str | None:

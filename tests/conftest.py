@@ -19,6 +19,10 @@ os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_STATE / 'mlflow.db'}"
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# Nothing reaches for the Hugging Face Hub (lm-eval's local task, the exports): set before datasets and
+# huggingface_hub read them at import
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
@@ -59,6 +63,39 @@ def byte_shards(data_dir, tmp_path_factory) -> list[str]:
         writer.close()
         bases.append(str(out / f"shard-{index}"))
     return bases
+
+
+@pytest.fixture(scope="session")
+def pages(data_dir) -> list[tuple[str, str]]:
+    """(language, text) of real web pages in 15 languages (tests/tiny_models.py: `web_pages`)."""
+    from tiny_models import web_pages
+
+    return web_pages(data_dir)
+
+
+@pytest.fixture(scope="session")
+def split_pages(pages) -> tuple[list[tuple[str, str]], list[str]]:
+    """Training pages and held-out lines (tests/tiny_models.py: `split_web_pages`)."""
+    from tiny_models import split_web_pages
+
+    return split_web_pages(pages)
+
+
+@pytest.fixture(scope="session")
+def logged_model(split_pages, tmp_path_factory) -> dict:
+    """A tiny model trained for a few hundred steps on the training pages' tokens, saved by the trainer's
+    checkpoint code and logged as training logs it (tests/tiny_models.py): its `uri`, `run_id`, `checkpoint`,
+    `tokenizer`, last `loss` and `loaded` (flows.logged_model's model and tokenizer). Trained once a session,
+    for the export's and the evaluation's tests."""
+    from configs.tokenizer import TokenizerConfig
+    from flows.logged_model import load_language_model
+    from tiny_models import TRAINING_STEPS, log_tiny_model, train_sentencepiece, train_tiny_model
+
+    folder = tmp_path_factory.mktemp("logged")
+    tokenizer = train_sentencepiece(folder, split_pages[0], TokenizerConfig(vocab_size=2000, heldout_fraction=0.0))
+    model, optimizer, loss = train_tiny_model(split_pages[0], tokenizer)
+    logged = log_tiny_model(folder, model, optimizer, tokenizer, TRAINING_STEPS, "hf-export-test")
+    return logged | {"loss": loss, "loaded": load_language_model(logged["uri"]), "tokenizer": tokenizer}
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,9 @@
-"""`sluice export` for real: a tiny model trained here on multilingual web text with a tokenizer trained by the
-tokenizer stage's own code, checkpointed and logged to MLflow as training does, exported by the CLI and loaded
-by `transformers` with no custom code: same logits, same greedy continuations, same token ids."""
+"""`sluice export` for real: a tiny model trained on multilingual web text with a tokenizer trained by the
+tokenizer stage's own code, checkpointed and logged to MLflow as training does (conftest.py's `logged_model`),
+exported by the CLI and loaded by `transformers` with no custom code: same logits, same greedy continuations, same
+token ids."""
 from __future__ import annotations
 
-import contextlib
-import gzip
 import io
 import json
 from dataclasses import fields
@@ -13,107 +12,17 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
-import torch.distributed as dist
-from document_shards import document, write_shards     # tests/document_shards.py (pytest puts tests/ on the path)
+from tiny_models import TINY, one_thread, train_sentencepiece    # tests/tiny_models.py (the logged model's parts)
 
-from configs.html import HtmlTextConfig
-from configs.tokenizer import EOS_ID, TokenizerConfig
-from dev.gold_pages import decode
-from tasks.extract.html_text import html_to_text
+from configs.tokenizer import TokenizerConfig
 from tasks.tokenize.hf_tokenizer import TokenizerNotConvertible, save_hf_tokenizer
-from tasks.tokenize.train import train_tokenizer
-from training.checkpoint import save_checkpoint
 from training.hf_export import MAPPED_SETTINGS, SpecialTokenIds, save_qwen3
 from training.model import ModelConfig, Transformer
 
-TINY = dict(seq_len=64, n_layers=2, d_model=64, n_heads=4, ffn_multiple=32)
 # what SentencePiece's settings do to whitespace, width and case, spelled special pieces, unseen characters
 EDGE_CASES = ["", " ", "  leading, inner   and trailing  ", "tab\tand\nnewline", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３",
               "cafe\u0301 vs café", "no\u00a0break and ideographic\u3000space", "emoji 🤖👍🏽 ok", "İstanbul ǅ ß ﬁ",
               "</s> <s> <unk> <pad> <0x41> spelled", "▁ a literal metaspace", "zero\u200bwidth", "x" * 200]
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Matrices this small gain nothing from a second thread, and lose 10x to a core that is busy elsewhere."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def pages(data_dir) -> list[tuple[str, str]]:
-    """(language, text) of real web pages in 15 languages and 9 scripts (trafilatura's gold set), extracted by
-    the pipeline's own HTML-to-text."""
-    folder = data_dir / "html" / "trafilatura_eval"
-    chosen, per_language = [], {}
-    for entry in map(json.loads, (folder / "manifest.jsonl").read_text(encoding="utf-8").splitlines()):
-        lang = entry["fasttext_lid176"]
-        if lang and per_language.get(lang, 0) < 2:
-            text = html_to_text(decode(gzip.decompress((folder / entry["file"]).read_bytes())), HtmlTextConfig())
-            if len(text) > 500:
-                per_language[lang] = per_language.get(lang, 0) + 1
-                chosen.append((lang, text))
-    return chosen
-
-
-@pytest.fixture(scope="module")
-def split_pages(pages) -> tuple[list[tuple[str, str]], list[str]]:
-    """Training pages: the first page of each language that has two. Held-out lines: every other page, so
-    Arabic, Japanese, Cyrillic and Bengali text is never trained on (byte fallback)."""
-    seen, training, heldout = set(), [], []
-    for lang, text in pages:
-        if lang not in seen and sum(other == lang for other, _ in pages) > 1:
-            seen.add(lang)
-            training.append((lang, text))
-        else:
-            heldout += [line for line in text.split("\n") if line.strip()]
-    return training, heldout
-
-
-def _tokenizer(folder: Path, training: list[tuple[str, str]], config: TokenizerConfig) -> str:
-    urls = write_shards(folder, [[document(index, text, lang) for index, (lang, text) in enumerate(training)]])
-    return train_tokenizer(urls, str(folder / "tokenizer.model"), config)["model"]
-
-
-@pytest.fixture(scope="module")
-def logged_model(split_pages, tmp_path_factory) -> dict:
-    """A tiny model trained for a few hundred steps on the training pages' tokens (documents ended by EOS, as
-    token shards are), saved by the trainer's checkpoint code and logged as training logs it."""
-    import mlflow
-
-    from flows.logged_model import load_language_model, log_language_model
-
-    folder = tmp_path_factory.mktemp("logged")
-    tokenizer = _tokenizer(folder, split_pages[0], TokenizerConfig(vocab_size=2000, heldout_fraction=0.0))
-    processor = spm.SentencePieceProcessor(model_file=tokenizer)
-    tokens = torch.tensor([token for _, text in split_pages[0] for token in processor.encode(text) + [EOS_ID]])
-    torch.manual_seed(0)
-    model = Transformer(ModelConfig(vocab_size=processor.get_piece_size(), **TINY))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    with one_thread():
-        for _ in range(150):
-            starts = torch.randint(0, len(tokens) - model.config.seq_len - 1, (16,))
-            batch = torch.stack([tokens[start:start + model.config.seq_len + 1] for start in starts])
-            loss = torch.nn.functional.cross_entropy(model(batch[:, :-1]).flatten(0, 1), batch[:, 1:].flatten())
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    dist.init_process_group("gloo", init_method=f"file://{folder / 'rendezvous'}", rank=0, world_size=1)
-    try:
-        checkpoint = save_checkpoint(str(folder / "checkpoints"), 150, model, optimizer, {}, rank=0)
-    finally:
-        dist.destroy_process_group()
-    client = mlflow.MlflowClient()
-    experiment = mlflow.set_experiment("hf-export-test").experiment_id
-    run_id = client.create_run(experiment).info.run_id
-    uri = log_language_model(client, run_id, checkpoint, tokenizer, tags={})
-    client.set_terminated(run_id)
-    return {"uri": uri, "run_id": run_id, "loss": loss.item(), "loaded": load_language_model(uri),
-            "tokenizer": tokenizer, "checkpoint": checkpoint}
 
 
 @pytest.fixture(scope="module")
@@ -208,8 +117,8 @@ def test_the_exported_tokenizer_gives_sentencepieces_ids_and_text(exported, logg
     {"remove_extra_whitespaces": False}, {"model_type": "unigram"}, {"normalization": "identity"},
     {"normalization": "nfkc_cf"}, {"byte_fallback": False}])
 def test_each_tokenizer_setting_of_the_stage_converts_to_the_same_ids(settings, split_pages, tmp_path):
-    model_file = _tokenizer(tmp_path, split_pages[0], TokenizerConfig(vocab_size=2000, heldout_fraction=0.0,
-                                                                      **settings))
+    model_file = train_sentencepiece(tmp_path, split_pages[0],
+                                     TokenizerConfig(vocab_size=2000, heldout_fraction=0.0, **settings))
     save_hf_tokenizer(Path(model_file).read_bytes(), tmp_path / "hf", model_max_length=64)
     # a unigram vocabulary without '<' cannot keep '</s>' spelled in text from matching that piece (documented)
     edge_cases = [text for text in EDGE_CASES if "<" not in text or settings.get("model_type") != "unigram"]

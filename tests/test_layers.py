@@ -27,7 +27,9 @@ ALLOWED = {
 CONFINED = {"prefect": {"flows"}, "prefect_dask": {"flows"}, "dask": {"flows"}, "distributed": {"flows"},
             "mlflow": {"flows", "tracking"},
             # the Hugging Face export: the model's mapping (training) and the tokenizer's conversion (tasks)
-            "transformers": {"training", "tasks"}}
+            "transformers": {"training", "tasks"},
+            # `sluice eval`: lm-evaluation-harness runs from the flows; a local task's data is built in tasks
+            "lm_eval": {"flows"}, "datasets": {"tasks"}}
 
 
 def _imports(path: Path) -> list[str]:
