@@ -235,7 +235,8 @@ class Check:
             shutil.rmtree(folder, ignore_errors=True)      # its checkpoints: GBs at 124M
         records = step_records(output)
         figures = plan(config)
-        run = {"losses": [record["loss"] for record in records], "plan_memory_gb": figures["planned_memory_gb_per_rank"],
+        run = {"losses": [record["loss"] for record in records],
+               "plan_memory_gb": figures["planned_memory_gb_per_rank"],
                "skipped_steps": records[-1].get("skipped_steps") if records else None,     # fp16 only
                "loss_scale": records[-1].get("loss_scale") if records else None}
         if status:
@@ -302,7 +303,8 @@ def table(result: dict) -> str:
         peak = result["peak_memory_gb"][name]
         rows.append(f"{name:40} {rate or 0:12,.0f} {'-' if mfu is None else f'{mfu:.1%}':>7} "
                     f"{'-' if peak is None else f'{peak:.2f}':>8} {result['plan_memory_gb'][name]:8.2f}")
-    rows += [f"bf16 vs fp32: largest gap of {SMOOTHING_STEPS}-step mean losses {result.get('bf16_vs_fp32_max_loss_gap')} "
+    rows += [f"bf16 vs fp32: largest gap of {SMOOTHING_STEPS}-step mean losses "
+             f"{result.get('bf16_vs_fp32_max_loss_gap')} "
              f"nats (tolerance {BF16_TOLERANCE_NATS})",
              f"resume: exact {result.get('resume_exact')}, largest loss gap {result.get('resume_max_loss_gap')} "
              f"(two identical runs: {result.get('rerun_max_loss_gap')})"]

@@ -385,7 +385,8 @@ def test_sluice_why_follows_a_document_through_the_stages(first_run, capsys):
 
     def rows(stage: str, folder: str) -> list[dict]:
         stage_dir = Path(first_run["stages"][stage]["manifest"]).parent
-        return [row for path in sorted((stage_dir / folder).glob("*.parquet")) for row in read_table(str(path)).to_pylist()]
+        return [row for path in sorted((stage_dir / folder).glob("*.parquet"))
+                for row in read_table(str(path)).to_pylist()]
 
     removed = {row["id"]: row for row in rows("dedup", "removed")}
     members = rows("dedup", "clusters")
@@ -407,7 +408,8 @@ def test_sluice_why_follows_a_document_through_the_stages(first_run, capsys):
         *before, dedup = fate(doc)
         assert [stage.stage for stage in before] == ["extract"] and (dedup.kept, dedup.reason) == (False, reason)
         assert dedup.details["kept_id"] == removed[doc]["dup_cluster"] and dedup.details["kept_url"]
-        assert dedup.details["similarity"] == 1.0 if reason == "exact_duplicate" else 0 < dedup.details["similarity"] < 1
+        similarity = dedup.details["similarity"]
+        assert similarity == 1.0 if reason == "exact_duplicate" else 0 < similarity < 1
     dropped = rows("quality_filter", "removed")[0]
     stages = fate(dropped["id"])
     assert [(stage.stage, stage.kept) for stage in stages] == [("extract", True), ("dedup", True),

@@ -303,8 +303,8 @@ def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_s
 
 def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of_plain_fp32(byte_shards, tmp_path):
     """Every trainer option runs somewhere: recomputing activations changes no loss; bf16 and fp16 mixed precision
-    (FSDP2's MixedPrecisionPolicy on CPU ranks; fp16 with its loss scale) stay within their precision of fp32; torch.compile (inductor's CPU
-    backend) within float tolerance."""
+    (FSDP2's MixedPrecisionPolicy on CPU ranks; fp16 with its loss scale) stay within their precision of fp32;
+    torch.compile (inductor's CPU backend) within float tolerance."""
     def losses(name: str, **changes) -> list[float]:
         config = _edit(_config(tmp_path, byte_shards, name), steps=4, model__n_layers=1, **changes)
         return [record["loss"] for record in _torchrun(config) if "loss" in record and "event" not in record]
@@ -326,7 +326,8 @@ def test_fp16_skips_the_steps_whose_gradients_overflow_and_resumes_with_its_loss
     skipped (no update: the loss does not move), counted and logged while the scale halves, then the run trains. A
     run killed after its checkpoint and resumed carries the scale and the count on: the same losses and scales."""
     def records(name: str, *extra: str) -> list[dict]:
-        return [record for record in _torchrun(_config_path(name), *extra) if "loss" in record and "event" not in record]
+        return [record for record in _torchrun(_config_path(name), *extra)
+                if "loss" in record and "event" not in record]
 
     def _config_path(name: str) -> str:
         path = tmp_path / f"{name}.yaml"

@@ -39,8 +39,8 @@ def init_distributed() -> Distributed:
 def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: torch.dtype | None,
                 activation_checkpointing: bool = False, compile_scope: str | None = None) -> torch.nn.Module:
     """fully_shard every transformer block, then the root (embedding, final norm). Mixed precision (a 16-bit
-    `compute_dtype`) keeps fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes each block's
-    activations in the backward pass. `compile_scope` "blocks" compiles each block before sharding (as
+    `compute_dtype`) keeps fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes
+    each block's activations in the backward pass. `compile_scope` "blocks" compiles each block before sharding (as
     torchtitan), "model" the whole sharded model; compiling in place keeps parameter names, and so checkpoints.
     Either compiles the loss's chunk arithmetic too (training.loss)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper

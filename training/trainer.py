@@ -24,8 +24,8 @@ from training.checkpointer import Checkpointer, UpdateCounter
 from training.device_batches import DeviceBatches
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.evaluate import bits_per_byte, sample_continuations, validation_loss
-from training.loss_scale import LossScale
 from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+from training.loss_scale import LossScale
 from training.lr_schedule import learning_rate
 from training.model import ModelConfig, Transformer
 from training.noise_scale import NoiseProbe

@@ -59,8 +59,8 @@ class DedupSteps:
 def dedup_steps(shard_urls: list[str], out_dir: str, config: DedupConfig, map_step: MapStep = in_this_process,
                 shard_bytes: list[int] | None = None) -> DedupSteps:
     """Deduplicate document shards into `out_dir/shards/` (the removed documents listed in `out_dir/removed/`, the
-    duplicate clusters' members in `out_dir/clusters/`, under the same names). The clustering is one call, made through `map_step` like the others (its passes fan
-    out themselves, `tasks.fan_out`)."""
+    duplicate clusters' members in `out_dir/clusters/`, under the same names). The clustering is one call, made
+    through `map_step` like the others (its passes fan out themselves, `tasks.fan_out`)."""
     parts = [part_name(index) for index in range(len(shard_urls))]
     work = f"{out_dir}/work"
     buckets = list(range(config.buckets))

@@ -8,7 +8,7 @@ model alone, whichever shard it is in.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -92,7 +92,8 @@ def cards(model: DomainModel, texts: list[str], rows: list[dict], config: Domain
         centre = model.format_centroids[format_]
         distinctive = np.argsort(-np.abs(centre), kind="stable")[:4]
         format_cards.append({"format": format_, "sample_documents": int(members.size),
-                             "distinctive": [f"{FORMAT_FEATURES[index]} {centre[index]:+.1f} sd" for index in distinctive],
+                             "distinctive": [f"{FORMAT_FEATURES[index]} {centre[index]:+.1f} sd"
+                                             for index in distinctive],
                              "examples": [_example(rows[index], texts[index]) for index in nearest]})
     return {"topics": topic_cards, "formats": format_cards}
 
@@ -126,12 +127,13 @@ def _term_names(texts: list[str], features: int) -> dict[int, str]:
     """Each hashed feature's most frequent word in the sample (a feature may hold several)."""
     vectorizer = word_vectorizer(features)
     analyse = vectorizer.build_analyzer()
-    seen: dict[int, Counter] = defaultdict(Counter)
-    words = sorted({word for text in texts for word in analyse(text)})
-    for word, index in zip(words, vectorizer.transform(words).indices.tolist()):
-        seen[index][word] += 1
     frequency = Counter(word for text in texts for word in analyse(text))
-    return {index: max(candidates, key=lambda word: (frequency[word], word)) for index, candidates in seen.items()}
+    words = sorted(frequency)
+    named: dict[int, str] = {}
+    for word, index in zip(words, vectorizer.transform(words).indices.tolist()):
+        if index not in named or (frequency[word], word) > (frequency[named[index]], named[index]):
+            named[index] = word
+    return named
 
 
 def _example(row: dict, text: str) -> dict:
