@@ -58,16 +58,13 @@ class SeedRounds(StrictModel):
     step: int = Field(2, ge=1, description="seeds added per round")
 
 
-class AblationConfig(StrictModel):
+class MatchedRunsConfig(StrictModel):
+    """What every file of runs compared at matched tokens holds (an ablation, a mixture search): a base recipe, the
+    seeds, the one model, tokenizer, token budget and evaluation suite every run shares."""
     name: str = Field(min_length=1)
-    base: str | dict = Field(description="the base recipe: a YAML path (relative to the ablation file) or inline")
-    variants: dict[str, dict] = Field(min_length=2, description=(
-        "name -> overrides merged onto the base; an empty mapping is the base itself"))
-    baseline: str | None = Field(None, description="the variant the others are compared with; default the first")
+    base: str | dict = Field(description="the base recipe: a YAML path (relative to the file) or inline")
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description=(
         "one run per variant each (with `seed_rounds`: the first round)"))
-    seed_rounds: SeedRounds | None = Field(None, description=(
-        "add seeds in rounds until the headline verdict is called (`sluice ablate --seed-rounds MAX`)"))
     power: PowerConfig = Field(default_factory=PowerConfig)
     seed_controls: list[SeedControl] = Field(default_factory=lambda: ["init", "data_order", "mixture_draw"],
                                              description="what a run's seed sets; the rest stays at seed 0")
@@ -79,26 +76,7 @@ class AblationConfig(StrictModel):
     eval: EvalSuiteConfig
     dask: DaskConfig | None = Field(None, description="default: the base recipe's")
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-ablation"))
-    variance_split: bool = Field(False, description=(
-        "also train the baseline variant with each seed control varied alone over the seeds, and report which part "
-        "of the seed noise each holds (`sluice ablate --variance-split`)"))
-    reuse_older_runs: bool = Field(False, description=(
-        "keep runs trained by an earlier version of the trainer's code instead of training them again; the table "
-        "marks them and the verdict says so (`sluice ablate --reuse-older-runs`)"))
-    origin: str = Field(".", description="directory relative base paths are read from (set by load_ablation)")
-
-    @field_validator("variants")
-    @classmethod
-    def _no_held_fixed_overrides(cls, variants: dict[str, dict]) -> dict[str, dict]:
-        for name, overrides in variants.items():
-            if not isinstance(overrides, dict):
-                raise ValueError(f"variant {name!r}: overrides must be a mapping, got {type(overrides).__name__}")
-            for key in HELD_FIXED:
-                if _has_key(overrides, key.split(".")):
-                    raise ValueError(f"variant {name!r} overrides {key!r}, which every variant must share (the "
-                                     f"comparison holds the model, tokenizer, token budget and evaluation fixed); "
-                                     f"set it once at the top of the ablation file")
-        return variants
+    origin: str = Field(".", description="directory relative base paths are read from (set by the file's loader)")
 
     @field_validator("train")
     @classmethod
@@ -116,12 +94,62 @@ class AblationConfig(StrictModel):
             return train
         return train.model_copy(update={"data": train.data.model_copy(update={"order": "stream"})})
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds must be distinct, got {seeds}")
+        return seeds
+
+    def base_recipe(self) -> dict:
+        if isinstance(self.base, dict):
+            return self.base
+        path = Path(self.origin) / self.base
+        return read_yaml(path, "base: recipe")
+
+    def recipe_for(self, name: str, overrides: dict) -> Recipe:
+        """The base with `overrides` merged in, validated; what every run shares is set from this file."""
+        raw = merged(self.base_recipe(), overrides)
+        raw["name"] = f"{self.name}-{name}"
+        raw.setdefault("mixture", {})["token_budget"] = self.tokens
+        raw["tokenizer"] = self.tokenizer.model_dump(exclude={"path"})
+        raw["train"] = {"enabled": False}
+        raw["mlflow"] = self.mlflow.model_dump()
+        if self.dask is not None:
+            raw["dask"] = self.dask.model_dump()
+        return parse_recipe(raw, origin=f"variants.{name}")
+
+
+class AblationConfig(MatchedRunsConfig):
+    variants: dict[str, dict] = Field(min_length=2, description=(
+        "name -> overrides merged onto the base; an empty mapping is the base itself"))
+    baseline: str | None = Field(None, description="the variant the others are compared with; default the first")
+    seed_rounds: SeedRounds | None = Field(None, description=(
+        "add seeds in rounds until the headline verdict is called (`sluice ablate --seed-rounds MAX`)"))
+    variance_split: bool = Field(False, description=(
+        "also train the baseline variant with each seed control varied alone over the seeds, and report which part "
+        "of the seed noise each holds (`sluice ablate --variance-split`)"))
+    reuse_older_runs: bool = Field(False, description=(
+        "keep runs trained by an earlier version of the trainer's code instead of training them again; the table "
+        "marks them and the verdict says so (`sluice ablate --reuse-older-runs`)"))
+
+    @field_validator("variants")
+    @classmethod
+    def _no_held_fixed_overrides(cls, variants: dict[str, dict]) -> dict[str, dict]:
+        for name, overrides in variants.items():
+            if not isinstance(overrides, dict):
+                raise ValueError(f"variant {name!r}: overrides must be a mapping, got {type(overrides).__name__}")
+            for key in HELD_FIXED:
+                if _has_key(overrides, key.split(".")):
+                    raise ValueError(f"variant {name!r} overrides {key!r}, which every variant must share (the "
+                                     f"comparison holds the model, tokenizer, token budget and evaluation fixed); "
+                                     f"set it once at the top of the ablation file")
+        return variants
+
     @model_validator(mode="after")
     def _consistent(self) -> "AblationConfig":
         if self.baseline is not None and self.baseline not in self.variants:
             raise ValueError(f"baseline {self.baseline!r} is not a variant ({', '.join(self.variants)})")
-        if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds must be distinct, got {self.seeds}")
         if self.seed_rounds is not None and self.seed_rounds.max < len(self.seeds):
             raise ValueError(f"seed_rounds.max ({self.seed_rounds.max}) is below the {len(self.seeds)} seeds of the "
                              f"first round")
@@ -141,27 +169,9 @@ class AblationConfig(StrictModel):
     def baseline_variant(self) -> str:
         return self.baseline or next(iter(self.variants))
 
-    def base_recipe(self) -> dict:
-        if isinstance(self.base, dict):
-            return self.base
-        path = Path(self.origin) / self.base
-        return read_yaml(path, "base: recipe")
-
     def variant_recipes(self) -> dict[str, Recipe]:
         """Each variant's recipe, validated; what is held fixed is set from the ablation file."""
-        base = self.base_recipe()
-        recipes = {}
-        for name, overrides in self.variants.items():
-            raw = merged(base, overrides)
-            raw["name"] = f"{self.name}-{name}"
-            raw.setdefault("mixture", {})["token_budget"] = self.tokens
-            raw["tokenizer"] = self.tokenizer.model_dump(exclude={"path"})
-            raw["train"] = {"enabled": False}
-            raw["mlflow"] = self.mlflow.model_dump()
-            if self.dask is not None:
-                raw["dask"] = self.dask.model_dump()
-            recipes[name] = parse_recipe(raw, origin=f"variants.{name}")
-        return recipes
+        return {name: self.recipe_for(name, overrides) for name, overrides in self.variants.items()}
 
 
 def _has_key(mapping: dict, path: list[str]) -> bool:

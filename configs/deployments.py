@@ -13,8 +13,9 @@ from configs.base import StrictModel
 
 class DeploymentSpec(StrictModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    flow: Literal["curation", "train", "ablation", "sweep"] = Field(
-        description="curation: a recipe; train: a training config; ablation: an ablation file; sweep: a sweep file")
+    flow: Literal["curation", "train", "ablation", "sweep", "mix-search"] = Field(description=(
+        "curation: a recipe; train: a training config; ablation: an ablation file; sweep: a sweep file; "
+        "mix-search: a mixture search file"))
     recipe: str = Field(min_length=1, description="the recipe (or training config) YAML, relative to the repo root")
     overrides: dict = Field(default_factory=dict, description="merged into the recipe: the run form's defaults")
     description: str | None = None

@@ -51,6 +51,7 @@ def field_rows(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def reference_markdown() -> str:
     from configs.ablation import AblationConfig
+    from configs.mix_search import MixSearchConfig
     from configs.schema import Recipe
     from configs.sweep import SweepConfig
     from configs.training import TrainingConfig
@@ -58,6 +59,7 @@ def reference_markdown() -> str:
     sections = [("Recipe (`sluice run`, `configs/demo.yaml`)", Recipe),
                 ("Training config (`sluice train`, a recipe's `train:`)", TrainingConfig),
                 ("Ablation (`sluice ablate`, `configs/ablation.yaml`)", AblationConfig),
+                ("Mixture search (`sluice mix-search`, `configs/mix_search.yaml`)", MixSearchConfig),
                 ("Sweep (`sluice sweep`, `configs/ladder.yaml`)", SweepConfig)]
     parts = [HEADER]
     for title, model in sections:

@@ -57,13 +57,14 @@ def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
 
 
 @flow(name="sluice-ablation", log_prints=True)
-def ablation_flow(ablation: AblationConfig) -> dict:
-    """Run every variant's data stages and every (variant, seed) training run; returns the comparison."""
+def ablation_flow(ablation: AblationConfig, parent_run_id: str | None = None) -> dict:
+    """Run every variant's data stages and every (variant, seed) training run; returns the comparison.
+    `parent_run_id`: an MLflow run the ablation's own run nests under (a mixture search's)."""
     with subflows_without_heartbeats():
-        return _ablation(ablation)
+        return _ablation(ablation, parent_run_id)
 
 
-def _ablation(ablation: AblationConfig) -> dict:
+def _ablation(ablation: AblationConfig, parent_run_id: str | None) -> dict:
     logger = get_run_logger()
     seq_len, per_update = budget_figures(ablation)
     recipes = {name: recipe.model_copy(update={"store": local_path(recipe.store)})
@@ -71,7 +72,7 @@ def _ablation(ablation: AblationConfig) -> dict:
     anchor = recipes[ablation.baseline_variant]
     tracking = use_experiment(ablation.mlflow.experiment, ablation.mlflow.tracking_uri)
     home = f"{anchor.store}/ablation/{ablation_key(ablation)}"
-    parent_id = _parent_run(ablation, home, per_update)
+    parent_id = _parent_run(ablation, home, per_update, parent_run_id)
     looks = ablation.seed_looks()
     with mlflow.start_run(run_id=parent_id):
         for look, seeds in enumerate(looks, start=1):
@@ -114,7 +115,7 @@ def ablation_key(ablation: AblationConfig) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
+def _parent_run(ablation: AblationConfig, home: str, per_update: int, nested_in: str | None) -> str:
     """The ablation's MLflow run: the one an earlier attempt of the same ablation started, else a new one."""
     dumped = ablation.model_dump(mode="json", exclude=NOT_IN_KEY)
     # variant names such as `+dedup` are not valid parameter names: the variants and the base are in ablation.yaml
@@ -123,7 +124,8 @@ def _parent_run(ablation: AblationConfig, home: str, per_update: int) -> str:
         "sluice.kind": "ablation", "sluice.ablation": ablation.name, "sluice.baseline": ablation.baseline_variant,
         "sluice.variants": json.dumps(list(ablation.variants)), "sluice.seeds": json.dumps(ablation.seeds),
         "sluice.seed_controls": ",".join(ablation.seed_controls), "sluice.tokens": str(ablation.tokens),
-        "sluice.tokens_per_update": str(per_update), **power_tags(look_power(ablation))}, settings,
+        "sluice.tokens_per_update": str(per_update), **power_tags(look_power(ablation)),
+        **({"mlflow.parentRunId": nested_in} if nested_in else {})}, settings,
         ("ablation.yaml", yaml.safe_dump(dumped | {"base": ablation.base_recipe()}, sort_keys=False)))
 
 

@@ -8,7 +8,7 @@ import mlflow
 from prefect import get_run_logger
 from prefect_dask import DaskTaskRunner
 
-from configs.ablation import AblationConfig
+from configs.ablation import AblationConfig, MatchedRunsConfig
 from configs.mixture import MixtureConfig
 from configs.schema import Recipe
 from flows.curation import document_stages, final_documents
@@ -55,12 +55,33 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
     """Every stage the runs of these seeds need, as stage results: `suite`, `tokenizer`, and per variant its
     `stages` and `mixtures` (seed -> mixture). A later look asks again with more seeds: what is done is found in
     the store."""
+    data = prepare_stages(ablation, recipes, anchor, runner, parent_id)
+    vocab_size = TokenizerFigures.of(data["tokenizer"]).vocab_size
+    for name, recipe in recipes.items():
+        stages = data["variants"][name]["stages"]
+        mixtures = {}
+        with mlflow.start_run(run_id=variant_data_run(parent_id, name, recipe), nested=True):
+            for seed in seeds:
+                mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
+                try:
+                    mixtures[seed] = mixture_stage_flow.with_options(task_runner=runner)(
+                        mixed, stages["tokenize"], stages["decontaminate"], vocab_size)
+                except ValueError as error:
+                    raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
+                                     f"max_epochs {ablation.max_epochs}: {error}") from None
+        data["variants"][name]["mixtures"] = mixtures
+    return data
+
+
+def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anchor: Recipe, runner: DaskTaskRunner,
+                   parent_id: str) -> dict:
+    """The suite, the shared tokenizer, and per variant its document stages, decontamination and token shards
+    (`variants.<name>.stages`), each variant's in a nested MLflow run of `parent_id`."""
     logger = get_run_logger()
     suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
     ngrams = stage_file(suite, NGRAMS_FILE)
     recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
     tokenizer = _shared_tokenizer(ablation, anchor, suite, runner)
-    vocab_size = TokenizerFigures.of(tokenizer).vocab_size
     variants = {}
     for name, recipe in recipes.items():
         logger.info("variant %s: document stages", name)
@@ -70,20 +91,11 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
                 recipe, final_documents(stages), suite)
             stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
                 recipe, stages["decontaminate"], tokenizer)
-            mixtures = {}
-            for seed in seeds:
-                mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
-                try:
-                    mixtures[seed] = mixture_stage_flow.with_options(task_runner=runner)(
-                        mixed, stages["tokenize"], stages["decontaminate"], vocab_size)
-                except ValueError as error:
-                    raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
-                                     f"max_epochs {ablation.max_epochs}: {error}") from None
-        variants[name] = {"stages": stages, "mixtures": mixtures}
+        variants[name] = {"stages": stages}
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 
 
-def _shared_tokenizer(ablation: AblationConfig, anchor: Recipe, suite: StageResult,
+def _shared_tokenizer(ablation: MatchedRunsConfig, anchor: Recipe, suite: StageResult,
                       runner: DaskTaskRunner) -> StageResult:
     """The given SentencePiece model, or one trained on a seeded sample of the raw extraction output after
     decontamination (the tokenizer never sees evaluation text)."""

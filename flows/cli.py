@@ -1,6 +1,6 @@
 """The `sluice` command: run a recipe, build the demo corpus, validate a recipe, plan and run training, run and
-compare ablations, sweep model sizes and fit a scaling law, sample, export or evaluate (lm-evaluation-harness) a
-trained model, say what became of a document (`sluice why`), export token shards for Megatron, start the
+compare ablations, learn a data mixture (`sluice mix-search`), sweep model sizes and fit a scaling law, sample,
+export or evaluate (lm-evaluation-harness) a trained model, say what became of a document (`sluice why`), export token shards for Megatron, start the
 long-running services (`sluice server`), and make a multi-host cluster's certificates and credentials
 (`sluice secrets`)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from flows.environment import apply_cli_defaults
 from configs.sweep import BOOTSTRAP_RESAMPLES
 
-QUIET_COMMANDS = ("run", "train", "ablate", "sweep")   # a progress display and a summary; the full log to a file
+QUIET_COMMANDS = ("run", "train", "ablate", "sweep", "mix-search")   # a progress display and a summary; the full log to a file
 FLOW_COMMANDS = QUIET_COMMANDS + ("scaling",)         # they call flows: a Prefect API is needed
 
 
@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     sweep = commands.add_parser("sweep", help="train a ladder of model sizes x token budgets (x learning rates) on "
                                               "one token dataset, then fit L(N, D)")
     sweep.add_argument("sweep", type=Path, help="a sweep file (configs/ladder.yaml)")
+
+    search = commands.add_parser("mix-search", help="learn a data mixture over the domain stage's domains: a swarm "
+                                                     "of proxy runs, a fitted mixing law, a proposal, its ablation")
+    search.add_argument("search", type=Path, help="a mixture search file (configs/mix_search.yaml)")
 
     scaling = commands.add_parser("scaling", help="scaling laws over a finished sweep")
     scaling_commands = scaling.add_subparsers(dest="scaling_command", required=True)
@@ -200,6 +204,8 @@ def _command(args, recipe) -> int:
         return _ablate(args)
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "mix-search":
+        return _mix_search(args)
     if args.command == "scaling":
         return _scaling_fit(args)
     if args.command == "compare":
@@ -384,6 +390,29 @@ def _sweep(args) -> int:
     print(fit_text(result["fit"]) if result["fit"] else "no fit: the ladder needs 5 points over 2 sizes and 2 budgets")
     print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']}); "
           f"`sluice scaling fit {result['mlflow_run_id']}` fits it again")
+    return 0
+
+
+def _mix_search(args) -> int:
+    from configs.mix_search import load_mix_search
+    from configs.schema import RecipeError
+    from flows.ablation import budget_figures
+    from flows.mix_search import mix_search_flow
+    from flows.temporary_server import wait_for_prefect
+
+    try:
+        search = load_mix_search(args.search)
+        budget_figures(search)
+    except RecipeError as error:
+        print(error, file=sys.stderr)
+        return 2
+    wait_for_prefect()
+    result = mix_search_flow(search)
+    print()
+    print(result["markdown"])
+    print()
+    print(f"charts:      {', '.join(result['charts'])}")
+    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']})")
     return 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -34,7 +35,13 @@ def default_parameters(spec: DeploymentSpec) -> dict:
         return {"config": TrainingConfig.model_validate(raw).model_dump(mode="json")}
     dask_address = os.environ.get("SLUICE_DASK_ADDRESS")
     if spec.flow == "ablation":
-        return {"ablation": _ablation_parameters(raw, spec, dask_address)}
+        from configs.ablation import parse_ablation
+
+        return {"ablation": _matched_runs_parameters(parse_ablation, raw, spec, dask_address)}
+    if spec.flow == "mix-search":
+        from configs.mix_search import parse_mix_search
+
+        return {"search": _matched_runs_parameters(parse_mix_search, raw, spec, dask_address)}
     if spec.flow == "sweep":
         return {"sweep": _sweep_parameters(raw, spec, dask_address)}
     recipe = parse_recipe(raw, origin=spec.recipe)
@@ -43,12 +50,10 @@ def default_parameters(spec: DeploymentSpec) -> dict:
     return {"recipe": recipe.model_dump(mode="json")}
 
 
-def _ablation_parameters(raw: dict, spec: DeploymentSpec, dask_address: str | None) -> dict:
-    """The ablation with its base recipe inlined, so the run form holds everything; the external Dask cluster
-    unless the ablation or its base names a scheduler."""
-    from configs.ablation import parse_ablation
-
-    ablation = parse_ablation(raw | {"origin": str((ROOT / spec.recipe).parent)}, origin=spec.recipe)
+def _matched_runs_parameters(parse: Callable, raw: dict, spec: DeploymentSpec, dask_address: str | None) -> dict:
+    """The ablation (or mixture search) with its base recipe inlined, so the run form holds everything; the
+    external Dask cluster unless the file or its base names a scheduler."""
+    ablation = parse(raw | {"origin": str((ROOT / spec.recipe).parent)}, origin=spec.recipe)
     base = ablation.base_recipe()
     named = (ablation.dask.address if ablation.dask else None) or base.get("dask", {}).get("address")
     if dask_address and not named:
@@ -74,10 +79,12 @@ def runner_deployment(spec: DeploymentSpec):
 
     from flows.ablation import ablation_flow
     from flows.curation import curation_flow
+    from flows.mix_search import mix_search_flow
     from flows.sweep import sweep_flow
     from flows.training_flow import training_flow
 
-    flow = {"curation": curation_flow, "train": training_flow, "ablation": ablation_flow, "sweep": sweep_flow}[spec.flow]
+    flow = {"curation": curation_flow, "train": training_flow, "ablation": ablation_flow, "sweep": sweep_flow,
+            "mix-search": mix_search_flow}[spec.flow]
     schedule = {}
     if spec.cron:
         schedule = {"schedule": CronSchedule(cron=spec.cron, timezone=spec.timezone)}

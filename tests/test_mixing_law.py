@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from tasks.mixture.mixing_law import (MixingLaw, fit_law, held_out_error, propose, swarm_mixtures, weight_caps)
+from tasks.mixture.mixing_law import (MixingLaw, fit_law, fit_tree, held_out_error, propose, swarm_mixtures,
+                                      weight_caps)
 
 TRUE = MixingLaw(constant=0.9, scale=0.2, slopes=np.array([-1.6, 0.5, -0.4, 0.8]))
 NATURAL = np.array([0.1, 0.4, 0.3, 0.2])
@@ -57,3 +58,20 @@ def test_the_proposal_respects_the_repetition_limits_and_beats_natural_and_unifo
     assert TRUE.predict(proposed)[0] < min(TRUE.predict(NATURAL)[0], TRUE.predict(uniform)[0])
     with pytest.raises(ValueError, match="caps sum to 0.600"):
         propose(law, np.array([0.15, 0.15, 0.15, 0.15]), [NATURAL])
+
+
+def test_swarm_draws_stay_within_the_repetition_caps():
+    caps = np.array([0.15, 1, 1, 1])
+    mixtures = swarm_mixtures(NATURAL, 40, concentration=1.0, seed=0, caps=caps)
+    assert np.allclose(mixtures.sum(1), 1) and (mixtures <= caps + 1e-9).all()
+    assert (swarm_mixtures(NATURAL, 40, concentration=1.0, seed=0)[:, 0] > 0.15).any()    # the caps did bind
+
+
+def test_the_tree_law_ranks_held_out_mixtures_and_its_proposal_respects_the_caps():
+    mixtures, losses = noisy_swarm(48, seed=0)
+    error = held_out_error(mixtures, losses, fit=fit_tree)
+    assert error["rank_correlation"] > 0.6 and len(error["predicted"]) == 48
+    caps = np.array([0.3, 1, 1, 1])
+    proposed = propose(fit_tree(mixtures, losses), caps, [NATURAL])
+    assert proposed.sum() == pytest.approx(1) and (proposed <= caps + 1e-9).all()
+    assert TRUE.predict(proposed)[0] < TRUE.predict(NATURAL)[0]

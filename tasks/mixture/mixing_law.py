@@ -7,28 +7,43 @@ the mixture it predicts best under the repetition limits.
   mixture, small spreads them over the simplex. The natural mixture itself is the first member.
 - **Law.** Per target (a domain's bits per byte, or their mean), the mixing law of Ye et al. (2024):
   L(r) = c + exp(b + t . r), c the loss no mixture removes, t how each domain's weight moves it; fitted by bounded
-  least squares (c between 0 and the smallest measured loss), from several starts, the best kept.
+  least squares (c between 0 and the smallest measured loss), from several starts, the best kept. Or, as RegMix's
+  LightGBM, gradient-boosted trees from the weights to the loss (`fit_tree`): no form assumed, but flat between
+  the swarm's points and no extrapolation past them.
 - **Error.** Leave-one-out over the swarm: each member predicted by the law fitted without it; Spearman rank
   correlation and mean absolute error of those predictions (what ranks mixtures is what the proposal relies on).
 - **Proposal.** The mixture minimising the predicted target on the simplex with each domain's weight at most its
   cap: a domain of T tokens cannot give more than max_epochs * T of a budget of B tokens, so w <= max_epochs T / B.
-  SLSQP from the natural, the uniform and the best measured mixtures (each moved inside the caps); the best wins.
+  RegMix's search (the best of SEARCH_DRAWS random mixtures within the caps), then SLSQP from it and from the
+  natural, the uniform and the best measured mixtures (each moved inside the caps); the best wins.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy.optimize import least_squares, minimize
 from scipy.stats import spearmanr
 
 STARTS = 4
+SEARCH_DRAWS = 20_000
 
 
-def swarm_mixtures(natural: np.ndarray, count: int, concentration: float, seed: int) -> np.ndarray:
-    """`count` mixtures (rows summing to 1): the natural one, then Dirichlet(concentration * natural) draws."""
+class Law(Protocol):
+    def predict(self, mixtures: np.ndarray) -> np.ndarray:
+        """The predicted loss of each mixture (one row each)."""
+
+
+def swarm_mixtures(natural: np.ndarray, count: int, concentration: float, seed: int,
+                   caps: np.ndarray | None = None) -> np.ndarray:
+    """`count` mixtures (rows summing to 1): the natural one, then Dirichlet(concentration * natural) draws, each
+    moved within `caps` when given (a draw the corpus cannot supply within its repetition limits)."""
     natural = _simplex(natural)
     draws = np.random.default_rng(seed).dirichlet(concentration * natural, size=count - 1)
+    if caps is not None:
+        draws = np.array([within_caps(draw, caps) for draw in draws])
     return np.vstack([natural, draws])
 
 
@@ -59,18 +74,39 @@ def fit_law(mixtures: np.ndarray, losses: np.ndarray) -> MixingLaw:
     return MixingLaw(float(best.x[0]), float(best.x[1]), best.x[2:].copy())
 
 
-def held_out_error(mixtures: np.ndarray, losses: np.ndarray) -> dict[str, float]:
+@dataclass(frozen=True)
+class TreeLaw:
+    model: object            # a fitted sklearn GradientBoostingRegressor
+
+    def predict(self, mixtures: np.ndarray) -> np.ndarray:
+        return self.model.predict(np.atleast_2d(mixtures))
+
+
+def fit_tree(mixtures: np.ndarray, losses: np.ndarray) -> TreeLaw:
+    """Gradient-boosted regression trees from the weights to the losses (RegMix fits LightGBM; sklearn's trees are
+    the same model family, already a dependency), seeded."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    model = GradientBoostingRegressor(n_estimators=200, learning_rate=0.05, max_depth=2, min_samples_leaf=2,
+                                      random_state=0)
+    return TreeLaw(model.fit(np.atleast_2d(mixtures), np.asarray(losses, np.float64)))
+
+
+FITS: dict[str, Callable[[np.ndarray, np.ndarray], Law]] = {"log_linear": fit_law, "tree": fit_tree}
+
+
+def held_out_error(mixtures: np.ndarray, losses: np.ndarray, fit: Callable = fit_law) -> dict:
     """Leave-one-out: each member predicted by the law fitted on the others; their rank correlation and mean
-    absolute error against the measured losses."""
+    absolute error against the measured losses, and the predictions (`predicted`, one per member)."""
     mixtures, losses = np.atleast_2d(mixtures), np.asarray(losses, np.float64)
     keep = np.ones(len(losses), bool)
     predicted = np.empty(len(losses))
     for index in range(len(losses)):
         keep[index] = False
-        predicted[index] = fit_law(mixtures[keep], losses[keep]).predict(mixtures[index])[0]
+        predicted[index] = fit(mixtures[keep], losses[keep]).predict(mixtures[index])[0]
         keep[index] = True
     return {"rank_correlation": float(spearmanr(predicted, losses).statistic),
-            "mean_absolute_error": float(np.abs(predicted - losses).mean())}
+            "mean_absolute_error": float(np.abs(predicted - losses).mean()), "predicted": predicted.tolist()}
 
 
 def weight_caps(tokens: np.ndarray, max_epochs: np.ndarray, budget: int) -> np.ndarray:
@@ -78,25 +114,28 @@ def weight_caps(tokens: np.ndarray, max_epochs: np.ndarray, budget: int) -> np.n
     return np.minimum(1.0, np.asarray(max_epochs, np.float64) * np.asarray(tokens, np.float64) / budget)
 
 
-def propose(law: MixingLaw, caps: np.ndarray, starts: list[np.ndarray]) -> np.ndarray:
+def propose(law: Law, caps: np.ndarray, starts: list[np.ndarray], seed: int = 0) -> np.ndarray:
     """The mixture with the lowest predicted loss, each weight within [0, its cap], summing to 1."""
     caps = np.asarray(caps, np.float64)
     if caps.sum() < 1 - 1e-12:
         raise ValueError(f"the domains cannot fill the budget within their repetition limits: the caps sum to "
                          f"{caps.sum():.3f} < 1 (raise max_epochs, lower the token budget, or add data)")
+    drawn = np.random.default_rng(seed).dirichlet(np.ones(caps.size), size=SEARCH_DRAWS)
+    drawn = drawn[(drawn <= caps).all(axis=1)]
+    searched = [drawn[law.predict(drawn).argmin()]] if len(drawn) else []
     best, best_loss = None, np.inf
-    for start in [*starts, np.full(caps.size, 1 / caps.size)]:
-        result = minimize(lambda w: float(law.predict(w)[0]), _within_caps(start, caps), method="SLSQP",
+    for start in [*searched, *starts, np.full(caps.size, 1 / caps.size)]:
+        result = minimize(lambda w: float(law.predict(w)[0]), within_caps(start, caps), method="SLSQP",
                           bounds=list(zip(np.zeros(caps.size), caps)),
                           constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}])
-        weights = _within_caps(result.x, caps)
+        weights = within_caps(result.x, caps)
         loss = float(law.predict(weights)[0])
         if loss < best_loss:
             best, best_loss = weights, loss
     return best
 
 
-def _within_caps(weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
+def within_caps(weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """`weights` clipped to [0, caps] and brought back to a sum of 1 by filling the domains with room left."""
     weights = np.clip(np.asarray(weights, np.float64), 0, caps)
     for _ in range(caps.size):

@@ -10,9 +10,10 @@ from pathlib import Path
 from configs.schema import Recipe
 from storage.manifest import Manifest, ShardEntry
 from storage.stage_figures import MixtureFigures
-from storage.stage_result import StageResult, parent_of, stage_shard_urls
+from storage.stage_result import StageResult, parent_of
 from tasks.fan_out import in_background
 from tasks.mixture.card import card_markdown, weights_png
+from tasks.mixture.census import token_document_pairs
 from tasks.mixture.task import mix_call
 from tasks.stage import StageContext, StageOutput, StageSpec, Steps
 from tasks.stage_report import StageReport
@@ -34,9 +35,8 @@ class MixtureStage:
                          parents=[parent_of(self.tokens), parent_of(self.documents)], code_root=__name__)
 
     def produce(self, stage: StageContext, steps: Steps) -> StageOutput:
-        # each token shard's manifest entry names the document shard it was made from
         token_shards = Manifest.load(self.tokens["manifest"]).shards
-        pairs = list(zip(stage_shard_urls(self.tokens), [entry.source for entry in token_shards]))
+        pairs = token_document_pairs(self.tokens)
         # the chart is drawn on a worker (whose matplotlib the run's earlier charts have loaded; ~1 s in the flow
         # process) while the last passes write the draws; from the recorded result when the mixture resumes. The
         # last one drawn counts: a retried mix call plans, and so draws, again.

@@ -1,0 +1,111 @@
+"""A tiny mixture search end to end, for real: the domain stage's topics on the small corpus, a swarm of four proxy
+runs (torchrun on CPU), the mixing law fitted to their bits per byte, a proposal within the repetition limits,
+and its validation ablation against the natural and uniform mixtures, all nested under one MLflow run."""
+from __future__ import annotations
+
+import json
+
+import mlflow
+import numpy as np
+import pytest
+import yaml
+
+from configs.mix_search import parse_mix_search
+from configs.schema import RecipeError
+
+TOKENS = 1024                     # 4 updates of 1 rank x 4 sequences x 64 tokens
+
+
+@pytest.fixture(scope="module")
+def search_raw(small_corpus, dask_address, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("mix_search")
+    base = yaml.safe_load(open("configs/demo.yaml"))
+    base |= {"store": str(out / "store"), "quality": {"enabled": False},
+             "domains": {"enabled": True, "topics": 3, "formats": 2},
+             "input": {"paths": [str(small_corpus / "warc")], "source": "cc-sluice-small"},
+             "dask": {"address": dask_address}}
+    raw = yaml.safe_load(open("configs/mix_search.yaml")) | {
+        "name": "mix-search-test", "base": base, "origin": ".", "swarm": {"size": 4, "seed": 0},
+        "seeds": [0, 1], "tokens": TOKENS, "tokenizer": {"vocab_size": 600, "heldout_fraction": 0.1},
+        "eval": {"ngram": 13, "domains": {
+            "speeches": {"paths": ["{data_dir}/reference/speeches_nltk/inaugural/2005-Bush.txt"], "max_chars": 2500},
+            "encyclopedic": {"paths": ["{data_dir}/reference/wikitext-2/wiki.test.raw"],
+                             "format": "wikitext_articles", "max_chars": 2500}}},
+        "mlflow": {"experiment": "mix-search-test"}}
+    raw["train"] |= {"eval": {"every": 2, "batches": 1}, "checkpoint": {"every": 4}, "log_every": 1,
+                     "optimizer": {"lr": 0.01, "warmup_steps": 1},
+                     "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 1}}
+    return raw
+
+
+@pytest.fixture(scope="module")
+def searched(search_raw):
+    from flows.mix_search import mix_search_flow
+
+    search = parse_mix_search(search_raw)
+    first = mix_search_flow(search)
+    trainings = _training_runs(first["mlflow_run_id"])
+    second = mix_search_flow(search)
+    return first, second, trainings
+
+
+def _training_runs(parent_id: str) -> list:
+    experiment = mlflow.get_run(parent_id).info.experiment_id
+    return mlflow.MlflowClient().search_runs([experiment], "tags.`sluice.kind` = 'ablation-run'")
+
+
+def test_swarm_fit_proposal_and_validation_nest_under_one_run(searched):
+    result, _, trainings = searched
+    domains = result["domains"]
+    assert domains["ids"] == [0, 1, 2] and min(domains["tokens"]) > 0
+    assert np.isclose(sum(domains["natural"]), 1)
+    members = result["swarm"]["members"]
+    assert [member["name"] for member in members] == ["natural", "swarm-01", "swarm-02", "swarm-03"]
+    assert members[0]["weights"] == pytest.approx(domains["natural"], abs=1e-5)
+    # the swarm's mixtures differ, and so (a little) do their trained models' scores
+    assert len({tuple(member["weights"]) for member in members}) == 4
+    assert len({member["measured"]["macro"] for member in members}) == 4
+    for metric in ("macro", "encyclopedic", "speeches"):
+        assert np.isfinite(result["fit"][metric]["mean_absolute_error"])
+    proposed = np.array(result["mixtures"]["proposed"])
+    assert np.isclose(proposed.sum(), 1) and (proposed <= np.array(domains["caps"]) + 1e-6).all()
+    assert result["predicted"]["proposed"] <= min(result["predicted"].values()) + 1e-9
+    # 4 swarm runs + 3 mixtures x 2 seeds, the natural mixture's first seed shared: 9 trainings
+    assert len(trainings) == 9
+    validation = result["validation"]
+    assert set(validation["bpb"]) == {"natural", "uniform", "proposed"} and validation["seeds"] == [0, 1]
+    assert validation["minimum_detectable_effect"] is not None
+    assert validation["difference_proposed_minus_natural"] == pytest.approx(
+        validation["bpb"]["proposed"]["macro"] - validation["bpb"]["natural"]["macro"])
+    client = mlflow.MlflowClient()
+    for part in (result["swarm"]["mlflow_run_id"], validation["mlflow_run_id"]):
+        assert client.get_run(part).data.tags["mlflow.parentRunId"] == result["mlflow_run_id"]
+
+
+def test_the_report_charts_and_figures_are_on_the_parent_run(searched, tmp_path):
+    result = searched[0]
+    run = mlflow.get_run(result["mlflow_run_id"])
+    assert run.data.tags["sluice.kind"] == "mix-search"
+    assert run.data.metrics["fit_mae_heldout"] == pytest.approx(result["fit"]["macro"]["mean_absolute_error"])
+    assert "difference_proposed_minus_natural" in run.data.metrics
+    saved = json.loads(mlflow.artifacts.load_text(f"runs:/{run.info.run_id}/mix_search.json"))
+    assert saved["mixtures"]["proposed"] == result["mixtures"]["proposed"]
+    charts = {item.path for item in mlflow.MlflowClient().list_artifacts(run.info.run_id, "charts")}
+    assert charts == {"charts/predicted_vs_measured.png", "charts/weights.png"}
+    assert "| topic-0 |" in result["markdown"] and "## Validation" in result["markdown"]
+
+
+def test_a_rerun_trains_nothing_and_continues_the_same_parent(searched):
+    first, second, trainings = searched
+    assert second["mlflow_run_id"] == first["mlflow_run_id"]
+    assert len(_training_runs(first["mlflow_run_id"])) == len(trainings)
+    assert second["mixtures"] == first["mixtures"]
+
+
+def test_search_files_are_checked_before_any_work(search_raw):
+    with pytest.raises(RecipeError, match="domain stage is off"):
+        parse_mix_search(search_raw | {"base": search_raw["base"] | {"domains": {"enabled": False}}})
+    with pytest.raises(RecipeError, match=r"domains: \[5\] are not topic ids"):
+        parse_mix_search(search_raw | {"domains": [0, 5]})
+    with pytest.raises(RecipeError, match="target 'poetry'"):
+        parse_mix_search(search_raw | {"target": "poetry"})
