@@ -17,9 +17,11 @@ def test_the_project_deployments_file_is_valid_and_its_recipes_load():
     for spec in load_deployments(ROOT / "configs/deployments.yaml").deployments:
         parameters = default_parameters(spec)
         assert list(parameters) == {"train": ["config"], "curation": ["recipe"], "ablation": ["ablation"],
-                                    "sweep": ["sweep"]}[spec.flow]
+                                    "sweep": ["sweep"], "mix-search": ["search"]}[spec.flow]
         if spec.flow == "sweep":       # the run form holds the data recipe itself
             assert isinstance(parameters["sweep"]["recipe"], dict)
+        if spec.flow == "mix-search":  # and the base recipe, as an ablation's
+            assert isinstance(parameters["search"]["base"], dict)
 
 
 def test_overrides_are_merged_key_by_key_and_checked_by_the_recipe_model(monkeypatch):
