@@ -9,6 +9,7 @@ import argparse
 import gc
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from flows.environment import apply_cli_defaults
@@ -347,24 +348,33 @@ def ablation_with_flags(ablation, args):
 
 def _ablate(args) -> int:
     from configs.ablation import load_ablation
+    from flows.ablation import ablation_flow
+
+    return _matched_runs(lambda: ablation_with_flags(load_ablation(args.ablation), args), ablation_flow,
+                         "; `sluice compare {run}` prints the table again")
+
+
+def _matched_runs(load: Callable, run_flow: Callable, again: str = "") -> int:
+    """An ablation or a mixture search: the file and its token budget checked before anything starts, then the
+    flow, its report and where MLflow holds it (`again`: what else to say, `{run}` the parent run)."""
     from configs.schema import RecipeError
-    from flows.ablation import ablation_flow, budget_figures
+    from flows.ablation import budget_figures
     from flows.temporary_server import wait_for_prefect
 
     try:
-        ablation = ablation_with_flags(load_ablation(args.ablation), args)
-        budget_figures(ablation)
+        config = load()
+        budget_figures(config)
     except RecipeError as error:
         print(error, file=sys.stderr)
         return 2
     wait_for_prefect()
-    result = ablation_flow(ablation)
+    result = run_flow(config)
     print()
     print(result["markdown"])
     print()
     print(f"charts:      {', '.join(result['charts'])}")
-    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']}); "
-          f"`sluice compare {result['mlflow_run_id']}` prints the table again")
+    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']})"
+          + again.format(run=result["mlflow_run_id"]))
     return 0
 
 
@@ -395,25 +405,9 @@ def _sweep(args) -> int:
 
 def _mix_search(args) -> int:
     from configs.mix_search import load_mix_search
-    from configs.schema import RecipeError
-    from flows.ablation import budget_figures
     from flows.mix_search import mix_search_flow
-    from flows.temporary_server import wait_for_prefect
 
-    try:
-        search = load_mix_search(args.search)
-        budget_figures(search)
-    except RecipeError as error:
-        print(error, file=sys.stderr)
-        return 2
-    wait_for_prefect()
-    result = mix_search_flow(search)
-    print()
-    print(result["markdown"])
-    print()
-    print(f"charts:      {', '.join(result['charts'])}")
-    print(f"MLflow run:  {result['mlflow_run_id']} (tracking {result['mlflow_tracking_uri']})")
-    return 0
+    return _matched_runs(lambda: load_mix_search(args.search), mix_search_flow)
 
 
 def _scaling_fit(args) -> int:
