@@ -118,6 +118,7 @@ assert abs(torch.cat([tensor.flatten() for tensor in clipped]).norm().item() - 1
 """
 
 
+@pytest.mark.slow
 def test_the_gradient_norm_adds_gradients_on_different_meshes_each_once(tmp_path):
     """What the clip sees when a module's parameters are on another mesh than the rest: the norm of every gradient
     together (a split one counted over its shards, a replicated one once), and every gradient scaled to it."""
