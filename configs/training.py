@@ -15,6 +15,17 @@ from configs.base import StrictModel
 Sharding = Literal["none", "zero1", "zero2", "zero3"]
 
 
+# The presets' sizes (training/model.py's ModelConfig fills in the rest): here, so that a config's layout is checked
+# against the model's shape when the config is read. GPT-2's padded vocabulary (50,304) gives the named sizes; a
+# recipe's tokenizer size replaces it.
+MODEL_PRESETS = {
+    "tiny": {"vocab_size": 512, "seq_len": 64, "n_layers": 2, "d_model": 64, "n_heads": 4, "ffn_multiple": 32},
+    "124M": {"vocab_size": 50304, "n_layers": 12, "d_model": 768, "n_heads": 12, "seq_len": 1024},
+    "350M": {"vocab_size": 50304, "n_layers": 24, "d_model": 1024, "n_heads": 16, "seq_len": 1024},
+    "1B": {"vocab_size": 50304, "n_layers": 18, "d_model": 2048, "n_heads": 16, "seq_len": 2048},
+}
+
+
 class ModelSpec(StrictModel):
     preset: Literal["tiny", "124M", "350M", "1B"] = "124M"
     vocab_size: int | None = Field(None, ge=16, description="overrides the preset (the tokenizer's size)")
@@ -28,6 +39,11 @@ class ModelSpec(StrictModel):
     base_width: int | None = Field(None, ge=8, description=(
         "mup: the d_model the learning rate was tuned at, where mup and sp are the same model (default: d_model)"))
 
+    def shape(self) -> dict:
+        """The preset's sizes with the fields given here in their place: training/model.py's ModelConfig."""
+        return MODEL_PRESETS[self.preset] | {key: value for key, value in self.model_dump().items()
+                                             if key != "preset" and value}
+
 
 class HardwareSpec(StrictModel):
     device: Literal["cpu", "h100", "h200", "a100-40gb", "a100-80gb"] = "cpu"
@@ -37,10 +53,13 @@ class HardwareSpec(StrictModel):
         "gradients overflow are skipped, counted and logged)"))
     loss_scale: float = Field(2.0 ** 16, gt=0, description=(
         "fp16: the loss scale to start from (halved after each overflow, doubled after 2000 clean steps)"))
-    data_parallel: int = Field(1, ge=1, description="replicas (ranks) the batch is split over, on all nodes")
+    data_parallel: int = Field(1, ge=1, description="replicas the batch is split over, on all nodes")
+    tensor_parallel: int = Field(1, ge=1, description=(
+        "ranks each layer's matrices are split over (Megatron-style, with sequence parallelism on the norms); the "
+        "run has data_parallel x tensor_parallel ranks, a replica's tensor-parallel ranks neighbours on one node"))
     nodes: int = Field(1, ge=1, description=(
-        "machines the ranks are spread over, data_parallel / nodes each: one torchrun per node, launched by a Dask "
-        "task on a worker offering the `trainer` resource (`dask worker --resources trainer=1`)"))
+        "machines the ranks are spread over, data_parallel x tensor_parallel / nodes each: one torchrun per node, "
+        "launched by a Dask task on a worker offering the `trainer` resource (`dask worker --resources trainer=1`)"))
     dask_address: str | None = Field(None, description=(
         "the Dask scheduler whose workers are the nodes when nodes > 1 (default: $SLUICE_DASK_ADDRESS, which "
         "`sluice server` sets for its deployments)"))
@@ -56,11 +75,21 @@ class HardwareSpec(StrictModel):
     checkpoint_write_gb_per_s: float = Field(2.0, gt=0)
     assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
 
+    @property
+    def ranks(self) -> int:
+        """Processes the run starts, on all nodes together."""
+        return self.data_parallel * self.tensor_parallel
+
     @model_validator(mode="after")
     def _ranks_split_evenly(self) -> "HardwareSpec":
         if self.data_parallel % self.nodes:
             raise ValueError(f"hardware.data_parallel ({self.data_parallel}) must be a multiple of hardware.nodes "
-                             f"({self.nodes}): every node runs the same number of ranks")
+                             f"({self.nodes}): every node runs the same number of replicas, each replica's "
+                             f"tensor_parallel ranks on one node")
+        if self.compile and self.tensor_parallel > 1:
+            raise ValueError(f"hardware.compile with hardware.tensor_parallel ({self.tensor_parallel}) is not "
+                             f"supported yet: compiled, the tensor-parallel blocks gave wrong gradients (torch 2.13, "
+                             f"CPU)")
         return self
 
 
@@ -184,7 +213,22 @@ class TrainingConfig(StrictModel):
         if ramp.schedule == "noise_scale" and ramp.start_accumulation < 2:
             raise ValueError("a noise_scale batch_ramp needs start_accumulation >= 2: the noise scale is measured "
                              "from two batch sizes within an update")
+        shape = self.model.shape()
+        check_tensor_parallel({name: shape[name] for name in ("n_heads", "vocab_size", "seq_len")},
+                              self.hardware.tensor_parallel)
         return self
+
+
+def check_tensor_parallel(sizes: dict[str, int], tensor_parallel: int) -> None:
+    """Tensor parallelism splits the attention heads, the vocabulary (embedding and logits), the MLP's hidden units
+    and, on the norms, the sequence evenly over its ranks: `sizes` (model field -> size) that do not divide are an
+    error naming the field and the numbers. Checked when the config is read and again when the trainer starts
+    (the tokenizer's vocabulary replaces the preset's after the config was read)."""
+    uneven = {name: size for name, size in sizes.items() if size % tensor_parallel}
+    if uneven:
+        named = ", ".join(f"model.{name} ({size})" for name, size in uneven.items())
+        raise ValueError(f"{named} not divisible by hardware.tensor_parallel ({tensor_parallel}): tensor "
+                         f"parallelism splits each evenly over its ranks")
 
 
 def load_training_config(path: str | Path) -> TrainingConfig:

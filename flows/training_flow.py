@@ -59,8 +59,8 @@ def _is_torchrun(pid: int) -> bool:
 @flow(name="sluice-train", log_prints=True, retries=1, retry_delay_seconds=2,
       on_cancellation=[_kill_on_hook], on_crashed=[_kill_on_hook])
 def training_flow(config: TrainingConfig) -> dict:
-    """Train with `config.hardware.data_parallel` ranks on this machine, or spread over `hardware.nodes` Dask
-    workers (`flows.training_nodes`); returns the last step's figures."""
+    """Train with `config.hardware.ranks` (data x tensor parallel) on this machine, or spread over
+    `hardware.nodes` Dask workers (`flows.training_nodes`); returns the last step's figures."""
     logger = get_run_logger()
     os.makedirs(config.checkpoint.dir, exist_ok=True)
     config_path = os.path.join(config.checkpoint.dir, "train.yaml")
@@ -122,7 +122,7 @@ def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], N
     """torchrun with every rank on this machine; its output streamed to `log`, its MLflow run written from here
     (this process has MLflow loaded: rank 0 would spend ~4 s setting it up while the other ranks wait)."""
     writer = HostedWriter()
-    process = start_trainer(torchrun_command(config_path, config.hardware.data_parallel), subprocess.PIPE,
+    process = start_trainer(torchrun_command(config_path, config.hardware.ranks), subprocess.PIPE,
                             env={WRITER_ENV: writer.address})
     _launched(config, {"pgid": process.pid}, lambda: kill_group(process))
     timed_out = threading.Event()

@@ -161,7 +161,7 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
     with writer, Client(address, timeout=60) as client:
         workers = trainer_workers(client, hardware.nodes)
         master = (urlparse(workers[0]).hostname, client.run(free_port, workers=[workers[0]])[workers[0]])
-        log(f"training on {hardware.nodes} nodes of {hardware.data_parallel // hardware.nodes} ranks: {workers}; "
+        log(f"training on {hardware.nodes} nodes of {hardware.ranks // hardware.nodes} ranks: {workers}; "
             f"rendezvous at {master[0]}:{master[1]}")
         logs = [node_log(checkpoint_dir, rank) for rank in range(hardware.nodes)]
         for path in logs:             # an earlier attempt's log must not be followed as this one's
@@ -170,7 +170,7 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
         stop = Event(stop_name, client=client)
         stop.clear()
         attempt = uuid.uuid4().hex[:8]
-        futures = [client.submit(run_node, torchrun_command(config_path, hardware.data_parallel // hardware.nodes,
+        futures = [client.submit(run_node, torchrun_command(config_path, hardware.ranks // hardware.nodes,
                                                             hardware.nodes, rank, master),
                                  logs[rank], stop_name, {WRITER_ENV: writer.address}, workers=[worker],
                                  allow_other_workers=False,

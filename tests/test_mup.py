@@ -37,7 +37,7 @@ def test_mup_scales_the_hidden_learning_rate_init_and_logits_by_the_width_multip
     hidden, vectors = optimizer.param_groups
     assert hidden["lr"] == pytest.approx(1e-3 / 4) and vectors["lr"] == pytest.approx(1e-3)
     assert any(parameter is wide.embedding.weight for parameter in vectors["params"])
-    assert any(parameter is wide.blocks[0].attention.qkv.weight for parameter in hidden["params"])
+    assert any(parameter is wide.blocks[0].attention.q.weight for parameter in hidden["params"])
     set_learning_rate(optimizer, 2e-3)          # the schedule's value, scaled per group
     assert [group["lr"] for group in optimizer.param_groups] == pytest.approx([5e-4, 2e-3])
     standard = _model(d_model=128)

@@ -64,9 +64,11 @@ def document_windows(domain: int, ids: list[int], eos_id: int, seq_len: int) -> 
 
 @torch.no_grad()
 def suite_nll(model, suite: SuiteTokens, seq_len: int, batch_size: int, rank: int, world_size: int,
-              device: torch.device) -> np.ndarray:
+              device: torch.device, group=None) -> np.ndarray:
     """Summed NLL (nats) per domain over every rank. Every rank must call this (the model may be sharded): each
-    takes windows rank, rank + W, ... and runs the same number of batches, the last ones padded."""
+    takes windows rank, rank + W, ... and runs the same number of batches, the last ones padded. `rank` and
+    `world_size` count replicas, whose process `group` the sums are reduced over (the tensor-parallel ranks of a
+    replica read the same windows)."""
     mine = suite.windows[rank::world_size]
     batches = math.ceil(math.ceil(len(suite.windows) / world_size) / batch_size)
     totals = torch.zeros(len(suite.domains), dtype=torch.float64, device=device)
@@ -83,7 +85,7 @@ def suite_nll(model, suite: SuiteTokens, seq_len: int, batch_size: int, rank: in
         for row, window in enumerate(chunk):
             totals[window.domain] += losses[row]
     if world_size > 1:
-        dist.all_reduce(totals, op=dist.ReduceOp.SUM)
+        dist.all_reduce(totals, op=dist.ReduceOp.SUM, group=group)
     return totals.cpu().numpy()
 
 

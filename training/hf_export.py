@@ -3,7 +3,6 @@
 
 Qwen3ForCausalLM has the same layout: pre-norm RMSNorm, rotary embeddings, RMSNorm per head on queries and keys,
 SwiGLU, no biases, tied embeddings. What differs is mapped here:
-- the fused `qkv` projection is split into q_proj, k_proj, v_proj;
 - rotary layout: sluice rotates interleaved pairs (x[2i], x[2i+1]), Qwen3 rotates halves (x[i], x[i + head_dim/2]),
   with the same frequency for pair i. The rows of q_proj and k_proj, and q_norm and k_norm's gains, are reordered
   within each head (evens, then odds); attention scores are unchanged, since q and k are permuted alike;
@@ -95,12 +94,11 @@ def qwen3_weights(model: Transformer) -> dict[str, torch.Tensor]:
                "model.norm.weight": state["final_norm.weight"] / config.width_multiplier}
     for layer in range(config.n_layers):
         ours, theirs = f"blocks.{layer}.", f"model.layers.{layer}."
-        q, k, v = state[ours + "attention.qkv.weight"].split(config.d_model)
         weights |= {
             theirs + "input_layernorm.weight": state[ours + "attention_norm.weight"],
-            theirs + "self_attn.q_proj.weight": q[order],
-            theirs + "self_attn.k_proj.weight": k[order],
-            theirs + "self_attn.v_proj.weight": v,
+            theirs + "self_attn.q_proj.weight": state[ours + "attention.q.weight"][order],
+            theirs + "self_attn.k_proj.weight": state[ours + "attention.k.weight"][order],
+            theirs + "self_attn.v_proj.weight": state[ours + "attention.v.weight"],
             theirs + "self_attn.o_proj.weight": state[ours + "attention.out.weight"],
             theirs + "self_attn.q_norm.weight": state[ours + "attention.q_norm.weight"][within_head]
             * query_gain,

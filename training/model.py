@@ -20,8 +20,10 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.tensor import DTensor
 
-from training.loss import linear_cross_entropy
+from configs.training import MODEL_PRESETS
+from training.loss import linear_cross_entropy, loss_function
 
 
 @dataclass(frozen=True)
@@ -67,13 +69,7 @@ class ModelConfig:
         return asdict(self)
 
 
-PRESETS = {
-    "tiny": ModelConfig(vocab_size=512, seq_len=64, n_layers=2, d_model=64, n_heads=4, ffn_multiple=32),
-    # GPT-2's padded vocabulary (50,304) gives the named sizes; a recipe's tokenizer size replaces it.
-    "124M": ModelConfig(vocab_size=50304, n_layers=12, d_model=768, n_heads=12),
-    "350M": ModelConfig(vocab_size=50304, n_layers=24, d_model=1024, n_heads=16),
-    "1B": ModelConfig(vocab_size=50304, n_layers=18, d_model=2048, n_heads=16, seq_len=2048),
-}
+PRESETS = {name: ModelConfig(**sizes) for name, sizes in MODEL_PRESETS.items()}
 
 
 class RMSNorm(nn.Module):
@@ -103,21 +99,25 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 class Attention(nn.Module):
+    """Separate q, k and v projections (not one fused one): tensor parallelism splits each by output rows, and a
+    split of a fused projection would hand a rank a mix of q, k and v rows instead of whole heads of each. The
+    head count is read from the projections' outputs, so a tensor-parallel rank runs its own heads."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads, self.head_dim, self.scale = config.n_heads, config.head_dim, config.attention_scale
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        self.head_dim, self.scale = config.head_dim, config.attention_scale
+        self.q, self.k, self.v = (nn.Linear(config.d_model, config.d_model, bias=False) for _ in range(3))
         self.out = nn.Linear(config.d_model, config.d_model, bias=False)
         self.q_norm = RMSNorm(config.head_dim, config.norm_eps)   # QK-norm keeps attention logits bounded
         self.k_norm = RMSNorm(config.head_dim, config.norm_eps)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        batch, time, width = x.shape
-        q, k, v = self.qkv(x).view(batch, time, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q = apply_rotary(self.q_norm(q), cos, sin)
-        k = apply_rotary(self.k_norm(k), cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
-        return self.out(y.transpose(1, 2).reshape(batch, time, width))
+        batch, time, _ = x.shape
+        q, k, v = (projection(x).view(batch, time, -1, self.head_dim) for projection in (self.q, self.k, self.v))
+        q = apply_rotary(self.q_norm(q).transpose(1, 2), cos, sin)      # (batch, heads, time, head_dim)
+        k = apply_rotary(self.k_norm(k).transpose(1, 2), cos, sin)
+        y = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True, scale=self.scale)
+        return self.out(y.transpose(1, 2).reshape(batch, time, -1))
 
 
 class SwiGLU(nn.Module):
@@ -151,10 +151,14 @@ class Transformer(nn.Module):
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
+        # tied: one parameter, named embedding.weight; made on meta, it draws no random numbers of its own
+        self.output = nn.Linear(config.d_model, config.vocab_size, bias=False, device="meta")
+        self.output.weight = self.embedding.weight
         cos, sin = rotary_tables(config)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
         self.compile_loss = False       # training.parallel.shard_model sets it when the run compiles
+        self.tensor_parallel = 1        # training.tensor_parallel sets the ranks the model is split over
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -176,19 +180,26 @@ class Transformer(nn.Module):
                 z_loss: float = 0.0) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Logits (batch, time, vocab) for tokens (batch, time); time <= seq_len. Given targets, the training
         loss and cross-entropy instead (training.loss), without the whole logits: in forward, so that FSDP2's
-        hooks have gathered the tied weight."""
-        if tokens.shape[1] > self.config.seq_len:
-            raise ValueError(f"sequence of {tokens.shape[1]} tokens exceeds seq_len {self.config.seq_len}")
-        x = self.embedding(tokens)
+        hooks have gathered the tied weight. Under tensor parallelism the loss is of the logits each rank holds
+        for its slice of the vocabulary (torch's loss_parallel, training/tensor_parallel.py), and a sequence that
+        the ranks cannot split evenly (a prompt) is padded on the right: attention is causal, so the padding
+        changes no logit of the tokens before it."""
+        time = tokens.shape[1]
+        if time > self.config.seq_len:
+            raise ValueError(f"sequence of {time} tokens exceeds seq_len {self.config.seq_len}")
+        x = self.embedding(F.pad(tokens, (0, -time % self.tensor_parallel)))
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)
         hidden = self.final_norm(x)
         mup = self.config.parametrization == "mup"
-        if targets is not None:
+        if targets is not None and self.tensor_parallel == 1:
             scale = 1 / self.config.width_multiplier if mup else 1.0
-            return linear_cross_entropy(hidden, self.embedding.weight, targets, z_loss, scale, self.compile_loss)
-        logits = F.linear(hidden, self.embedding.weight)    # tied output projection
-        return logits / self.config.width_multiplier if mup else logits
+            return linear_cross_entropy(hidden, self.output.weight, targets, z_loss, scale, self.compile_loss)
+        logits = self.output(hidden)
+        logits = logits / self.config.width_multiplier if mup else logits
+        if targets is not None:
+            return tuple(value.to_local() for value in loss_function(logits, targets, z_loss))    # replicated
+        return logits.full_tensor()[:, :time] if isinstance(logits, DTensor) else logits
 
     @torch.no_grad()
     def generate(self, tokens: torch.Tensor, new_tokens: int, temperature: float = 1.0,

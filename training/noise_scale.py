@@ -56,7 +56,7 @@ class NoiseProbe:
         to the mean)."""
         from training.parallel import gradient_norm
 
-        self.first_sq = (gradient_norm(model) * accumulation / loss_scale) ** 2    # fp16: still scaled here
+        self.first_sq = (float(gradient_norm(model.parameters())) * accumulation / loss_scale) ** 2  # fp16: scaled
 
     def after_update(self, total_norm: float, accumulation: int) -> float | None:
         if accumulation < 2:

@@ -1,11 +1,18 @@
-"""Process group and FSDP2 sharding: gloo on CPU, nccl on GPU; each block is its own FSDP unit, then the root."""
+"""Process group, device mesh and FSDP2 sharding: gloo on CPU, nccl on GPU; the ranks form one DeviceMesh of data x
+tensor parallel ranks, tensor parallel innermost (a replica's ranks are neighbours, on one node; pipeline stages
+would be an outer dimension); each block is its own FSDP unit over the data-parallel dimension, then the root."""
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.tensor import DTensor
+
+MESH_DIMS = ("dp", "tp")
 
 
 @dataclass(frozen=True)
@@ -14,14 +21,29 @@ class Distributed:
     world_size: int
     local_rank: int
     device: torch.device
+    mesh: DeviceMesh
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
+    @property
+    def data_rank(self) -> int:
+        """This rank's replica: the tensor-parallel ranks of one replica read the same batches."""
+        return self.mesh["dp"].get_local_rank()
 
-def init_distributed() -> Distributed:
-    """Join the process group torchrun describes in the environment (a single process works without torchrun)."""
+    @property
+    def data_ranks(self) -> int:
+        return self.mesh["dp"].size()
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.mesh["tp"].size()
+
+
+def init_distributed(tensor_parallel: int = 1) -> Distributed:
+    """Join the process group torchrun describes in the environment (a single process works without torchrun), its
+    ranks laid out as world / tensor_parallel replicas of `tensor_parallel` ranks."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if torch.cuda.is_available():
@@ -33,16 +55,22 @@ def init_distributed() -> Distributed:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
         dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if backend == "nccl" else None)
-    return Distributed(rank, world, local_rank, device)
+    if world % tensor_parallel:
+        raise ValueError(f"{world} ranks cannot form replicas of hardware.tensor_parallel ({tensor_parallel}) ranks: "
+                         f"start data_parallel x tensor_parallel ranks")
+    mesh = init_device_mesh(device.type, (world // tensor_parallel, tensor_parallel), mesh_dim_names=MESH_DIMS)
+    return Distributed(rank, world, local_rank, device, mesh)
 
 
 def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: torch.dtype | None,
-                activation_checkpointing: bool = False, compile_scope: str | None = None) -> torch.nn.Module:
-    """fully_shard every transformer block, then the root (embedding, final norm). Mixed precision (a 16-bit
-    `compute_dtype`) keeps fp32 master weights and reduces gradients in fp32. Activation checkpointing recomputes
-    each block's activations in the backward pass. `compile_scope` "blocks" compiles each block before sharding (as
-    torchtitan), "model" the whole sharded model; compiling in place keeps parameter names, and so checkpoints.
-    Either compiles the loss's chunk arithmetic too (training.loss)."""
+                activation_checkpointing: bool = False, compile_scope: str | None = None,
+                mesh: DeviceMesh | None = None) -> torch.nn.Module:
+    """fully_shard every transformer block, then the root (embedding, final norm), over `mesh` (the data-parallel
+    ranks; default: all). Mixed precision (a 16-bit `compute_dtype`) keeps fp32 master weights and reduces
+    gradients in fp32. Activation checkpointing recomputes each block's activations in the backward pass.
+    `compile_scope` "blocks" compiles each block before sharding (as torchtitan), "model" the whole sharded model;
+    compiling in place keeps parameter names, and so checkpoints. Either compiles the loss's chunk arithmetic too
+    (training.loss)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -54,8 +82,8 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
         if compile_scope == "blocks":
             block.compile()
         model.blocks[index] = block
-        fully_shard(block, mp_policy=policy)
-    fully_shard(model, mp_policy=policy)
+        fully_shard(block, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     model.compile_loss = compile_scope is not None
     if compile_scope == "model":
         model.compile()
@@ -69,10 +97,35 @@ def all_reduce_mean(value: float | torch.Tensor, device: torch.device) -> float:
     return float(tensor.item()) / (1 if dist.get_backend() == "nccl" else dist.get_world_size())
 
 
-def full_norm(norm) -> float:
-    """A norm as a float (FSDP2 returns a DTensor)."""
-    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+def gradient_norm(parameters) -> torch.Tensor:
+    """The 2-norm of the parameters' gradients together, a plain tensor the same on every rank. The gradients are
+    DTensors, on the data-parallel mesh or, under tensor parallelism, on the data x tensor mesh (and on both if a
+    module were left out of the tensor-parallel plan): each mesh's norm is reduced over its own ranks, then the
+    meshes' norms are added in square. DTensor reduces a sharded gradient's norm over its shards and takes a
+    replicated one's once."""
+    by_mesh = defaultdict(list)
+    for parameter in parameters:
+        if parameter.grad is not None:
+            grad = parameter.grad
+            by_mesh[grad.device_mesh if isinstance(grad, DTensor) else None].append(grad)
+    squares = [_plain(torch.nn.utils.get_total_norm(grads)).float() ** 2 for grads in by_mesh.values()]
+    return torch.stack(squares).sum().sqrt() if squares else torch.zeros(())
 
 
-def gradient_norm(model) -> float:
-    return full_norm(torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]))
+def clip_gradients(parameters, max_norm: float) -> float:
+    """Scale the gradients to a global norm of at most `max_norm`; the norm before, as a float (the host waits)."""
+    parameters = list(parameters)
+    norm = gradient_norm(parameters)
+    factor = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+    for parameter in parameters:
+        if parameter.grad is not None:          # each rank scales its own shard of the gradient
+            _local(parameter.grad).mul_(factor.to(parameter.grad.dtype))
+    return float(norm)
+
+
+def _plain(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor

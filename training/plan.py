@@ -8,9 +8,11 @@ Formulas, and where they come from:
   ZeRO-1 shards the optimizer state over the data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 (FSDP)
   also the parameters. With gradient accumulation the trainer reduces gradients once per update, so between
   micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3; fp32, FSDP2 accumulates them in the
-  reduction's dtype) and parameters (ZeRO-3, in compute dtype).
+  reduction's dtype) and parameters (ZeRO-3, in compute dtype). Tensor parallelism splits the model over its
+  ranks first: each data-parallel rank's state is that of parameters / tensor_parallel (activations are still
+  counted whole).
 - Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
-  tensors (`layer_bytes_per_element`: eager 58 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
+  tensors (`layer_bytes_per_element`: eager 54 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
   F = ffn_dim / d_model; Korthikanti et al. 2022 count 34 for GPT's block), doubled in fp32; with activation
   checkpointing each layer's input (2 bytes per element) plus one layer recomputed; plus the loss's
   (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
@@ -25,12 +27,11 @@ Formulas, and where they come from:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from configs.training import TrainingConfig
 from training.batch_ramp import BatchRamp
 from training.loss import CHUNK_ELEMENTS
-from training.model import PRESETS, ModelConfig, parameter_count
+from training.model import ModelConfig, parameter_count
 from training.scaling_law import CHINCHILLA, ScalingLaw
 from training.sizing import size_for_lifetime
 
@@ -41,7 +42,7 @@ PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", 
               ("h200", "fp32"): 67e12, ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
 DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
 STATE_BYTES = {"bf16": (2, 2, 12), "fp16": (2, 2, 12), "fp32": (4, 4, 8)}   # parameters, gradients, optimizer
-ACTIVATION_BYTES = {"eager": (58, 8), "compiled": (22, 6)}  # per element: base + per_ffn * ffn_dim / d_model
+ACTIVATION_BYTES = {"eager": (54, 8), "compiled": (22, 6)}  # per element: base + per_ffn * ffn_dim / d_model
 GB = 1e9
 DEFAULT_STEPS = 100
 
@@ -51,8 +52,7 @@ class PlanRefused(ValueError):
 
 
 def model_config(config: TrainingConfig) -> ModelConfig:
-    overrides = {key: value for key, value in config.model.model_dump().items() if key != "preset" and value}
-    return replace(PRESETS[config.model.preset], **overrides)
+    return ModelConfig(**config.model.shape())
 
 
 def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1) -> dict[str, dict[str, float]]:
@@ -109,7 +109,8 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
     steps = config.steps or (math.ceil(config.tokens / tokens_per_update) if config.tokens else DEFAULT_STEPS)
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
-    states = memory_per_rank(n_params, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
+    tensor_share = n_params / hardware.tensor_parallel
+    states = memory_per_rank(tensor_share, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
     activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag, hardware.compile)
                    for flag in (False, True)}
     memory = {sharding: {**{k: round(v / GB, 3) for k, v in parts.items()},
@@ -117,7 +118,7 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
                          "total": round((sum(parts.values()) + activations[False]) / GB, 3),
                          "total_with_activation_checkpointing": round((sum(parts.values()) + activations[True]) / GB, 3)}
               for sharding, parts in states.items()}
-    gradient_bytes = n_params * STATE_BYTES[hardware.dtype][1]
+    gradient_bytes = tensor_share * STATE_BYTES[hardware.dtype][1]
     ranks = hardware.data_parallel
     allreduce_seconds = 2 * (ranks - 1) / ranks * gradient_bytes / (hardware.interconnect_gb_per_s * GB) \
         if ranks > 1 else 0.0
@@ -140,7 +141,8 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
         "checkpoint_write_seconds": round(checkpoint_bytes / (hardware.checkpoint_write_gb_per_s * GB), 2),
         "chinchilla_optimal_parameters": round(chinchilla_params), "chinchilla_optimal_tokens": round(20 * chinchilla_params),
         "peak_flops_per_device": peak,
-        "expected_wall_hours": round(total_flops / (peak * ranks * hardware.assumed_mfu) / 3600, 3) if peak else None,
+        "expected_wall_hours": round(total_flops / (peak * hardware.ranks * hardware.assumed_mfu) / 3600, 3) if peak
+        else None,
         "updates": BatchRamp(config.batch_ramp, config.grad_accumulation, config.micro_batch_size * ranks,
                              model.seq_len).planned_updates(tokens),
     } | ({"lifetime": lifetime(n_params, tokens, inference_tokens, law, target_loss)}

@@ -15,7 +15,7 @@ import math
 import torch
 
 from configs.tokenizer import EOS_ID
-from configs.training import TrainingConfig
+from configs.training import TrainingConfig, check_tensor_parallel
 from tracking.params import flatten
 from tracking.run_logger import RunLogger
 from training.batch_ramp import BatchRamp, lr_factor, schedule_position
@@ -30,11 +30,12 @@ from training.lr_schedule import learning_rate
 from training.model import ModelConfig, Transformer
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, set_learning_rate
-from training.parallel import Distributed, all_reduce_mean, full_norm, shard_model
+from training.parallel import Distributed, all_reduce_mean, clip_gradients, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
 from training.step_timer import StepTimer
+from training.tensor_parallel import loss_context, parallelize
 
 COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}     # mixed precision; fp32: none
 
@@ -55,18 +56,23 @@ class Trainer:
             "plan.parameters": str(figures["parameters"]), "plan.tokens_per_update": str(figures["tokens_per_update"]),
             "plan.steps": str(self.total_steps)})
 
+        check_tensor_parallel({"n_heads": model_spec.n_heads, "vocab_size": model_spec.vocab_size,
+                               "seq_len": model_spec.seq_len, "ffn_dim": model_spec.ffn_dim}, env.tensor_parallel)
         torch.manual_seed(config.seed)                 # same initial weights on every rank before sharding
         self.counter = UpdateCounter()
         self.data = training_batches(config, env, model_spec)
-        self.model = shard_model(Transformer(model_spec).to(env.device), env.device,
-                                 COMPUTE_DTYPES.get(config.hardware.dtype),   # on CPU too: FSDP2's policy casts there
+        model = Transformer(model_spec).to(env.device)
+        if env.tensor_parallel > 1:
+            model = parallelize(model, env.mesh["tp"])
+        self.model = shard_model(model, env.device, COMPUTE_DTYPES.get(config.hardware.dtype),   # on CPU too
                                  activation_checkpointing=config.hardware.activation_checkpointing,
-                                 compile_scope=config.hardware.compile_scope if config.hardware.compile else None)
+                                 compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
+                                 mesh=env.mesh["dp"])
         self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
         self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
             else None
         self.spikes = SpikeDetector(config.spikes)
-        self.micro_sequences = config.micro_batch_size * env.world_size
+        self.micro_sequences = config.micro_batch_size * env.data_ranks
         self.ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, self.micro_sequences, model_spec.seq_len)
         self.noise = NoiseProbe(self.micro_sequences, config.grad_accumulation) if config.grad_accumulation > 1 \
             else None
@@ -154,6 +160,15 @@ class Trainer:
         first when the noise probe measures there), each other micro-batch accumulating onto this rank's own
         unsharded gradients; and the parameters gathered for a backward pass stay gathered for the next
         micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating)."""
+        with loss_context(self.env.tensor_parallel):
+            losses = self.accumulate(accumulation)
+        if self.loss_scale:
+            self.loss_scale.unscale(self.optimizer)
+        grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf)
+        return all_reduce_mean(torch.stack(losses).mean(), self.env.device), grad_norm
+
+    def accumulate(self, accumulation: int) -> list[torch.Tensor]:
+        """The forward and backward passes of the update's micro-batches; their cross-entropies, on the device."""
         model, noise, losses = self.model, self.noise, []
         for micro_step in range(accumulation):
             probing = noise is not None and noise.measures(micro_step, accumulation)
@@ -167,10 +182,7 @@ class Trainer:
             losses.append(cross_entropy.detach())
             if probing:
                 noise.after_first_micro_batch(model, accumulation, self.loss_scale.scale if self.loss_scale else 1.0)
-        if self.loss_scale:
-            self.loss_scale.unscale(self.optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), self.config.optimizer.grad_clip or math.inf)
-        return all_reduce_mean(torch.stack(losses).mean(), self.env.device), full_norm(grad_norm)
+        return losses
 
     def check_finite(self, loss: float) -> None:
         if not math.isfinite(loss):
@@ -210,11 +222,11 @@ class Trainer:
         values = {}
         if config.data.validation:
             loss = validation_loss(self.model, config.data.validation, seq_len, config.micro_batch_size,
-                                   config.eval.batches, env.rank, env.world_size, env.device)
+                                   config.eval.batches, env.data_rank, env.data_ranks, env.device)
             values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
         if self.suite is not None:
-            nll = suite_nll(self.model, self.suite, seq_len, config.micro_batch_size, env.rank, env.world_size,
-                            env.device)
+            nll = suite_nll(self.model, self.suite, seq_len, config.micro_batch_size, env.data_rank,
+                            env.data_ranks, env.device, env.mesh["dp"].get_group())
             values |= {f"suite_bpb/{name}": round(value, 6)
                        for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
         self.echo({"event": "eval", "step": step, **values})
@@ -246,12 +258,12 @@ class Trainer:
 
 def training_batches(config: TrainingConfig, env: Distributed, model_spec: ModelConfig) -> DeviceBatches:
     """This rank's training batches on its device, read ahead, checked against the model and the batch."""
-    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.rank, env.world_size,
-                          config.data.order, config.data.stream_block)
+    data = TokenSequences(config.data.train, model_spec.seq_len, config.data.seed, env.data_rank, env.data_ranks,
+                          config.data.order, config.data.stream_block)      # a replica's tp ranks: the same
     data.check_vocabulary(model_spec.vocab_size)
     per_update = config.micro_batch_size * config.grad_accumulation
     if data.windows_per_rank < per_update:
-        raise ValueError(f"the training shards give each of {env.world_size} ranks {data.windows_per_rank} "
+        raise ValueError(f"the training shards give each of {env.data_ranks} replicas {data.windows_per_rank} "
                          f"sequences of {model_spec.seq_len} tokens, fewer than one update needs "
                          f"({config.micro_batch_size} x {config.grad_accumulation} accumulation): more data, a "
                          f"smaller batch or a shorter seq_len")
