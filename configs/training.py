@@ -38,11 +38,14 @@ class ModelSpec(StrictModel):
         "under which a learning rate tuned at `base_width` transfers to other widths (training/model.py)"))
     base_width: int | None = Field(None, ge=8, description=(
         "mup: the d_model the learning rate was tuned at, where mup and sp are the same model (default: d_model)"))
+    tie_embeddings: bool = Field(True, description=(
+        "the output projection is the token embedding's matrix; false: a matrix of its own (needed under "
+        "hardware.pipeline_parallel, whose first and last stages are on different ranks)"))
 
     def shape(self) -> dict:
         """The preset's sizes with the fields given here in their place: training/model.py's ModelConfig."""
         return MODEL_PRESETS[self.preset] | {key: value for key, value in self.model_dump().items()
-                                             if key != "preset" and value}
+                                             if key != "preset" and value is not None}
 
 
 class HardwareSpec(StrictModel):
@@ -69,8 +72,15 @@ class HardwareSpec(StrictModel):
     compile_scope: Literal["blocks", "model"] = Field("blocks", description=(
         "blocks: each transformer block compiled on its own, before sharding (as torchtitan); model: the whole "
         "sharded model as one compiled module (fewer graph boundaries; FSDP's hooks break the graph between blocks)"))
-    pipeline_stages: int = Field(1, ge=1, description="for the bubble figure only; the trainer is data parallel")
-    pipeline_micro_batches: int = Field(1, ge=1)
+    pipeline_parallel: int = Field(1, ge=1, description=(
+        "pipeline stages the layers are split over (training/pipeline_parallel.py), the outermost dimension of the "
+        "ranks: the run has pipeline_parallel x data_parallel x tensor_parallel ranks"))
+    pipeline_schedule: Literal["gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"] = Field("1f1b", description=(
+        "torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B or ZBVZeroBubble; the last two run two "
+        "stages per rank"))
+    microbatches: int | None = Field(None, ge=1, description=(
+        "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); they "
+        "are the update's gradient accumulation"))
     interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
     checkpoint_write_gb_per_s: float = Field(2.0, gt=0)
     assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
@@ -78,7 +88,20 @@ class HardwareSpec(StrictModel):
     @property
     def ranks(self) -> int:
         """Processes the run starts, on all nodes together."""
-        return self.data_parallel * self.tensor_parallel
+        return self.pipeline_parallel * self.data_parallel * self.tensor_parallel
+
+    @property
+    def stages_per_rank(self) -> int:
+        return 2 if self.pipeline_schedule in ("interleaved_1f1b", "zero_bubble") else 1
+
+    @property
+    def pipeline_stages(self) -> int:
+        """The model's pieces: pipeline_parallel ranks, each running `stages_per_rank` of them."""
+        return self.pipeline_parallel * self.stages_per_rank if self.pipeline_parallel > 1 else 1
+
+    @property
+    def pipeline_microbatches(self) -> int:
+        return self.microbatches or self.pipeline_parallel
 
     @model_validator(mode="after")
     def _ranks_split_evenly(self) -> "HardwareSpec":
@@ -90,6 +113,10 @@ class HardwareSpec(StrictModel):
             raise ValueError(f"hardware.compile with hardware.tensor_parallel ({self.tensor_parallel}) is not "
                              f"supported yet: compiled, the tensor-parallel blocks gave wrong gradients (torch 2.13, "
                              f"CPU)")
+        if self.pipeline_parallel > 1 and (self.compile or self.tensor_parallel > 1):
+            raise ValueError(f"hardware.pipeline_parallel ({self.pipeline_parallel}) with "
+                             f"{'hardware.compile' if self.compile else 'hardware.tensor_parallel'} is not "
+                             f"supported yet (not tested together)")
         return self
 
 
@@ -216,6 +243,8 @@ class TrainingConfig(StrictModel):
         shape = self.model.shape()
         check_tensor_parallel({name: shape[name] for name in ("n_heads", "vocab_size", "seq_len")},
                               self.hardware.tensor_parallel)
+        if self.hardware.pipeline_parallel > 1:
+            check_pipeline_parallel(self, shape["n_layers"])
         return self
 
 
@@ -229,6 +258,40 @@ def check_tensor_parallel(sizes: dict[str, int], tensor_parallel: int) -> None:
         named = ", ".join(f"model.{name} ({size})" for name, size in uneven.items())
         raise ValueError(f"{named} not divisible by hardware.tensor_parallel ({tensor_parallel}): tensor "
                          f"parallelism splits each evenly over its ranks")
+
+
+def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
+    """A pipeline splits the layers evenly into its stages and each micro_batch_size batch evenly into its
+    micro-batches, at least one per stage; what the trainer cannot yet do under it is refused too, naming the
+    field and the numbers."""
+    hardware = config.hardware
+    stages, microbatches = hardware.pipeline_stages, hardware.pipeline_microbatches
+    refusals = [
+        (n_layers % stages, f"model.n_layers ({n_layers}) not divisible into {stages} pipeline stages "
+                            f"(hardware.pipeline_parallel {hardware.pipeline_parallel} x {hardware.stages_per_rank} "
+                            f"per rank under {hardware.pipeline_schedule})"),
+        (microbatches < stages, f"hardware.microbatches ({microbatches}) fewer than the {stages} pipeline stages"),
+        (hardware.pipeline_schedule == "interleaved_1f1b" and microbatches % hardware.pipeline_parallel,
+         f"hardware.microbatches ({microbatches}) not a multiple of hardware.pipeline_parallel "
+         f"({hardware.pipeline_parallel}) under interleaved_1f1b"),
+        (config.micro_batch_size % microbatches, f"micro_batch_size ({config.micro_batch_size}) not divisible by "
+                                                 f"hardware.microbatches ({microbatches})"),
+        (config.model.tie_embeddings, "model.tie_embeddings (true) under hardware.pipeline_parallel "
+                                      f"({hardware.pipeline_parallel}): the embedding is on the first stage and "
+                                      f"the output projection on the last; set model.tie_embeddings: false"),
+        (config.grad_accumulation > 1, f"grad_accumulation ({config.grad_accumulation}) under "
+                                       f"hardware.pipeline_parallel: the pipeline's hardware.microbatches are the "
+                                       f"update's accumulation; give micro_batch_size the whole batch"),
+        (hardware.dtype == "fp16", "hardware.dtype fp16 under hardware.pipeline_parallel is not supported yet (the "
+                                   "loss scale is not applied in the pipeline's loss)"),
+        (config.batch_ramp.schedule != "none", f"batch_ramp.schedule ({config.batch_ramp.schedule}) under "
+                                               f"hardware.pipeline_parallel is not supported yet"),
+        (config.eval.suite is not None, "eval.suite under hardware.pipeline_parallel is not supported yet (the "
+                                        "suite's bits per byte read whole logits)"),
+    ]
+    refused = [message for failed, message in refusals if failed]
+    if refused:
+        raise ValueError("; ".join(refused))
 
 
 def load_training_config(path: str | Path) -> TrainingConfig:

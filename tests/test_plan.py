@@ -67,11 +67,15 @@ def test_seed_003_batch_and_hand_computed_figures():
 
 
 def test_pipeline_bubble_and_a_run_that_does_not_fit():
-    config = TrainingConfig.model_validate({"model": {"preset": "1B"}, "micro_batch_size": 32, "steps": 10,
+    config = TrainingConfig.model_validate({"model": {"preset": "1B", "n_layers": 16, "tie_embeddings": False},
+                                            "micro_batch_size": 24, "steps": 10,
                                             "hardware": {"device": "a100-40gb", "dtype": "bf16", "sharding": "none",
-                                                         "pipeline_stages": 4, "pipeline_micro_batches": 12}})
+                                                         "pipeline_parallel": 4, "microbatches": 12}})
     figures = plan(config)
     assert figures["pipeline_bubble_fraction"] == pytest.approx(3 / 15)
+    interleaved = config.hardware.model_copy(update={"pipeline_schedule": "interleaved_1f1b"})
+    assert plan(config.model_copy(update={"hardware": interleaved}))["pipeline_bubble_fraction"] == \
+        pytest.approx(3 / 27)
     assert figures["expected_wall_hours"] is not None
     with pytest.raises(PlanRefused, match="exceeds the device's 40 GB"):
         check_fits(figures)

@@ -106,7 +106,7 @@ env = init_distributed(2)
 world = env.mesh["tp"]
 whole = [torch.arange(1.0, 9.0), torch.arange(-4.0, 2.0).reshape(2, 3), torch.tensor([3.0, -1.0])]
 grads = [distribute_tensor(whole[0], world, [Shard(0)]),
-         distribute_tensor(whole[1], env.mesh, [Replicate(), Shard(1)]), whole[2].clone()]
+         distribute_tensor(whole[1], env.mesh["dp", "tp"], [Replicate(), Shard(1)]), whole[2].clone()]
 parameters = [torch.nn.Parameter(torch.zeros_like(grad)) for grad in grads]
 for parameter, grad in zip(parameters, grads):
     parameter.grad = grad

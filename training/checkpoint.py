@@ -19,6 +19,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 COMPLETE = "complete"
+MODEL_DEFAULTS = {"tie_embeddings": True}      # model fields a checkpoint saved before they existed lacks
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 
 
@@ -86,8 +87,9 @@ def _check_same_model(folder: str, model_config: dict) -> None:
             saved = json.load(handle)["model"]
     except (OSError, ValueError, KeyError) as error:
         raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker cannot be read ({error})") from error
+    saved = {key: saved.get(key, MODEL_DEFAULTS.get(key)) for key in model_config}    # fields added since: defaults
     if saved != model_config:
-        differing = sorted(key for key in model_config if saved.get(key) != model_config[key])
+        differing = sorted(key for key in model_config if saved[key] != model_config[key])
         raise CheckpointError(f"checkpoint {folder} is of another model (differs in {', '.join(differing)}: "
                               f"saved {({k: saved.get(k) for k in differing})}, configured "
                               f"{({k: model_config[k] for k in differing})}); use a new checkpoint.dir for a new model")

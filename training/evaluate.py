@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -11,15 +12,21 @@ from training.sequences import TokenSequences
 
 
 @torch.no_grad()
-def validation_loss(model, shards: list[str], seq_len: int, batch_size: int, batches: int, rank: int,
-                    world_size: int, device: torch.device) -> float:
-    """Mean cross-entropy (nats per token) over the same `batches` micro-batches at every evaluation."""
+def validation_loss(batch_loss: Callable[[torch.Tensor, torch.Tensor], float], shards: list[str], seq_len: int,
+                    batch_size: int, batches: int, rank: int, world_size: int, device: torch.device) -> float:
+    """Mean cross-entropy (nats per token) over the same `batches` micro-batches at every evaluation, each one's
+    from `batch_loss(inputs, targets)` (`model_loss`, or a pipeline's)."""
     reader = TokenSequences(shards, seq_len, seed=0, rank=rank, world_size=world_size)
     total = 0.0
     for _ in range(batches):
         inputs, targets = (torch.from_numpy(array).to(device) for array in reader.next_batch(batch_size))
-        total += F.cross_entropy(model(inputs).float().flatten(0, 1), targets.flatten()).item()
+        total += batch_loss(inputs, targets)
     return all_reduce_mean(total / batches, device)
+
+
+def model_loss(model) -> Callable[[torch.Tensor, torch.Tensor], float]:
+    """A batch's mean cross-entropy from the model's logits."""
+    return lambda inputs, targets: F.cross_entropy(model(inputs).float().flatten(0, 1), targets.flatten()).item()
 
 
 def bits_per_byte(loss: float, bytes_per_token: float | None) -> float | None:

@@ -8,7 +8,7 @@ SwiGLU, no biases, tied embeddings. What differs is mapped here:
   within each head (evens, then odds); attention scores are unchanged, since q and k are permuted alike;
 - μP's attention multiplier: Qwen3 scales scores by 1/sqrt(head_dim); sluice by `attention_scale`. The ratio
   is folded into q_norm's gain (the scale of q after its norm, before the rotation, which is linear);
-- μP's output multiplier 1/m: folded into the final norm's gain (the embedding is tied, so it cannot take it);
+- μP's output multiplier 1/m: folded into the final norm's gain (a tied embedding cannot take it);
 - norm epsilon, rope theta, the SwiGLU width and seq_len (as max_position_embeddings) are config values.
 Every ModelConfig field is listed in `MAPPED_SETTINGS`; one that is not is refused (`ModelNotExportable`), so a
 setting added to the model cannot be exported wrongly before it is mapped here.
@@ -37,6 +37,7 @@ MAPPED_SETTINGS = {
     "norm_eps": "rms_norm_eps (every norm: layers, q/k, final)",
     "parametrization": "mup: attention multiplier into q_norm, output multiplier into the final norm",
     "base_width": "mup: the width multiplier m of both folds",
+    "tie_embeddings": "tie_word_embeddings; untied, output.weight is lm_head.weight",
 }
 
 
@@ -77,13 +78,13 @@ def qwen3_config(config: ModelConfig, special: SpecialTokenIds):
         num_hidden_layers=config.n_layers, num_attention_heads=config.n_heads, num_key_value_heads=config.n_heads,
         head_dim=config.head_dim, hidden_act="silu", max_position_embeddings=config.seq_len,
         rms_norm_eps=config.norm_eps, rope_theta=config.rope_theta, rope_scaling=None, attention_bias=False,
-        attention_dropout=0.0, use_sliding_window=False, tie_word_embeddings=True, dtype="float32",
+        attention_dropout=0.0, use_sliding_window=False, tie_word_embeddings=config.tie_embeddings, dtype="float32",
         bos_token_id=special.bos, eos_token_id=special.eos, pad_token_id=special.pad,
         architectures=[ARCHITECTURE])
 
 
 def qwen3_weights(model: Transformer) -> dict[str, torch.Tensor]:
-    """Qwen3ForCausalLM's state dict (without lm_head: tied to embed_tokens) from a sluice model's."""
+    """Qwen3ForCausalLM's state dict (lm_head only when untied: else it is embed_tokens) from a sluice model's."""
     config, state = model.config, model.state_dict()
     within_head = _half_split_order(config.head_dim)
     order = torch.cat([head * config.head_dim + within_head for head in range(config.n_heads)])
@@ -92,6 +93,8 @@ def qwen3_weights(model: Transformer) -> dict[str, torch.Tensor]:
     weights = {"model.embed_tokens.weight": state["embedding.weight"],
                # sluice divides its logits by the width multiplier (1 under sp): the final norm gain does it here
                "model.norm.weight": state["final_norm.weight"] / config.width_multiplier}
+    if not config.tie_embeddings:
+        weights["lm_head.weight"] = state["output.weight"]
     for layer in range(config.n_layers):
         ours, theirs = f"blocks.{layer}.", f"model.layers.{layer}."
         weights |= {

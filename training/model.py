@@ -1,7 +1,8 @@
 """A decoder-only transformer, whole in one file (nanoGPT's model.py is the model followed).
 
 Pre-norm blocks: RMSNorm -> causal self-attention (rotary position embeddings, RMSNorm on queries and keys)
--> residual; RMSNorm -> SwiGLU MLP -> residual. Token embeddings are tied to the output projection. No biases.
+-> residual; RMSNorm -> SwiGLU MLP -> residual. Token embeddings are tied to the output projection (unless
+`tie_embeddings` is False: pipeline parallelism puts them on different ranks). No biases.
 Sizes come from `ModelConfig`: a tiny one for tests and the 124M / 350M / 1B presets.
 
 Parametrization: standard (`sp`, GPT-2's) or μP (`mup`, Yang et al. 2022, "Tensor Programs V", table 3 for Adam),
@@ -38,6 +39,7 @@ class ModelConfig:
     norm_eps: float = 1e-5
     parametrization: str = "sp"      # "sp" or "mup"
     base_width: int | None = None    # mup: the d_model where it equals sp (default: d_model)
+    tie_embeddings: bool = True      # False: the output projection has a matrix of its own (pipeline parallelism)
 
     def __post_init__(self):
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
@@ -152,8 +154,10 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         # tied: one parameter, named embedding.weight; made on meta, it draws no random numbers of its own
-        self.output = nn.Linear(config.d_model, config.vocab_size, bias=False, device="meta")
-        self.output.weight = self.embedding.weight
+        self.output = nn.Linear(config.d_model, config.vocab_size, bias=False,
+                                device="meta" if config.tie_embeddings else None)
+        if config.tie_embeddings:
+            self.output.weight = self.embedding.weight
         cos, sin = rotary_tables(config)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
@@ -169,7 +173,7 @@ class Transformer(nn.Module):
         for name, parameter in self.named_parameters():
             if name.endswith("norm.weight"):
                 nn.init.ones_(parameter)
-            elif name == "embedding.weight":
+            elif name in ("embedding.weight", "output.weight"):          # output.weight: untied only
                 nn.init.normal_(parameter, mean=0.0, std=0.02)
             else:
                 std = 0.02 / math.sqrt(2 * self.config.n_layers) if name.endswith(("out.weight", "down.weight")) \
@@ -195,8 +199,7 @@ class Transformer(nn.Module):
         if targets is not None and self.tensor_parallel == 1:
             scale = 1 / self.config.width_multiplier if mup else 1.0
             return linear_cross_entropy(hidden, self.output.weight, targets, z_loss, scale, self.compile_loss)
-        logits = self.output(hidden)
-        logits = logits / self.config.width_multiplier if mup else logits
+        logits = readout(self.output, hidden, self.config)
         if targets is not None:
             return tuple(value.to_local() for value in loss_function(logits, targets, z_loss))    # replicated
         return logits.full_tensor()[:, :time] if isinstance(logits, DTensor) else logits
@@ -215,9 +218,16 @@ class Transformer(nn.Module):
         return tokens
 
 
+def readout(output: nn.Linear, hidden: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+    """The logits of the final norm's output: the output projection, times 1 / width multiplier under μP."""
+    logits = output(hidden)
+    return logits / config.width_multiplier if config.parametrization == "mup" else logits
+
+
 def parameter_count(config: ModelConfig) -> int:
     """Parameters of `Transformer(config)` by formula (the planner uses it; a test checks it against torch)."""
     attention = 4 * config.d_model * config.d_model + 2 * config.head_dim
     mlp = 3 * config.d_model * config.ffn_dim
     block = attention + mlp + 2 * config.d_model
-    return config.vocab_size * config.d_model + config.n_layers * block + config.d_model
+    embeddings = config.vocab_size * config.d_model * (1 if config.tie_embeddings else 2)
+    return embeddings + config.n_layers * block + config.d_model

@@ -1,6 +1,6 @@
-"""Process group, device mesh and FSDP2 sharding: gloo on CPU, nccl on GPU; the ranks form one DeviceMesh of data x
-tensor parallel ranks, tensor parallel innermost (a replica's ranks are neighbours, on one node; pipeline stages
-would be an outer dimension); each block is its own FSDP unit over the data-parallel dimension, then the root."""
+"""Process group, device mesh and FSDP2 sharding: gloo on CPU, nccl on GPU; the ranks form one DeviceMesh of
+pipeline x data x tensor parallel ranks, tensor parallel innermost (a replica's ranks are neighbours, on one node)
+and pipeline stages outermost; each block is its own FSDP unit over the data-parallel dimension, then the root."""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
-MESH_DIMS = ("dp", "tp")
+MESH_DIMS = ("pp", "dp", "tp")
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,15 @@ class Distributed:
     def tensor_parallel(self) -> int:
         return self.mesh["tp"].size()
 
+    @property
+    def pipeline_parallel(self) -> int:
+        return self.mesh["pp"].size()
 
-def init_distributed(tensor_parallel: int = 1) -> Distributed:
+
+def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1) -> Distributed:
     """Join the process group torchrun describes in the environment (a single process works without torchrun), its
-    ranks laid out as world / tensor_parallel replicas of `tensor_parallel` ranks."""
+    ranks laid out as `pipeline_parallel` stages, each of world / (pipeline_parallel x tensor_parallel) replicas of
+    `tensor_parallel` ranks."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if torch.cuda.is_available():
@@ -55,10 +60,12 @@ def init_distributed(tensor_parallel: int = 1) -> Distributed:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
         dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if backend == "nccl" else None)
-    if world % tensor_parallel:
-        raise ValueError(f"{world} ranks cannot form replicas of hardware.tensor_parallel ({tensor_parallel}) ranks: "
-                         f"start data_parallel x tensor_parallel ranks")
-    mesh = init_device_mesh(device.type, (world // tensor_parallel, tensor_parallel), mesh_dim_names=MESH_DIMS)
+    if world % (tensor_parallel * pipeline_parallel):
+        raise ValueError(f"{world} ranks cannot form hardware.pipeline_parallel ({pipeline_parallel}) stages of "
+                         f"replicas of hardware.tensor_parallel ({tensor_parallel}) ranks: start pipeline_parallel x "
+                         f"data_parallel x tensor_parallel ranks")
+    mesh = init_device_mesh(device.type, (pipeline_parallel, world // tensor_parallel // pipeline_parallel,
+                                          tensor_parallel), mesh_dim_names=MESH_DIMS)
     return Distributed(rank, world, local_rank, device, mesh)
 
 
@@ -76,12 +83,12 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
 
     policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32) if compute_dtype \
         else MixedPrecisionPolicy()
-    for index, block in enumerate(model.blocks):
+    for name, block in list(model.blocks.named_children()):       # a list, or a pipeline stage's dict
         if activation_checkpointing:
             block = checkpoint_wrapper(block)
         if compile_scope == "blocks":
             block.compile()
-        model.blocks[index] = block
+        setattr(model.blocks, name, block)
         fully_shard(block, mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh, mp_policy=policy)
     model.compile_loss = compile_scope is not None
@@ -97,25 +104,30 @@ def all_reduce_mean(value: float | torch.Tensor, device: torch.device) -> float:
     return float(tensor.item()) / (1 if dist.get_backend() == "nccl" else dist.get_world_size())
 
 
-def gradient_norm(parameters) -> torch.Tensor:
+def gradient_norm(parameters, stages: dist.ProcessGroup | None = None) -> torch.Tensor:
     """The 2-norm of the parameters' gradients together, a plain tensor the same on every rank. The gradients are
     DTensors, on the data-parallel mesh or, under tensor parallelism, on the data x tensor mesh (and on both if a
     module were left out of the tensor-parallel plan): each mesh's norm is reduced over its own ranks, then the
     meshes' norms are added in square. DTensor reduces a sharded gradient's norm over its shards and takes a
-    replicated one's once."""
+    replicated one's once. Under pipeline parallelism each rank has its stages' gradients only: the squares are
+    summed over the pipeline's ranks, `stages`, too."""
     by_mesh = defaultdict(list)
     for parameter in parameters:
         if parameter.grad is not None:
             grad = parameter.grad
             by_mesh[grad.device_mesh if isinstance(grad, DTensor) else None].append(grad)
     squares = [_plain(torch.nn.utils.get_total_norm(grads)).float() ** 2 for grads in by_mesh.values()]
-    return torch.stack(squares).sum().sqrt() if squares else torch.zeros(())
+    square = torch.stack(squares).sum() if squares else torch.zeros(())
+    if stages is not None:
+        dist.all_reduce(square, group=stages)
+    return square.sqrt()
 
 
-def clip_gradients(parameters, max_norm: float) -> float:
-    """Scale the gradients to a global norm of at most `max_norm`; the norm before, as a float (the host waits)."""
+def clip_gradients(parameters, max_norm: float, stages: dist.ProcessGroup | None = None) -> float:
+    """Scale the gradients to a global norm of at most `max_norm` (over the pipeline's ranks `stages` too); the
+    norm before, as a float (the host waits)."""
     parameters = list(parameters)
-    norm = gradient_norm(parameters)
+    norm = gradient_norm(parameters, stages)
     factor = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     for parameter in parameters:
         if parameter.grad is not None:          # each rank scales its own shard of the gradient

@@ -9,15 +9,17 @@ Formulas, and where they come from:
   also the parameters. With gradient accumulation the trainer reduces gradients once per update, so between
   micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3; fp32, FSDP2 accumulates them in the
   reduction's dtype) and parameters (ZeRO-3, in compute dtype). Tensor parallelism splits the model over its
-  ranks first: each data-parallel rank's state is that of parameters / tensor_parallel (activations are still
-  counted whole).
+  ranks first, and pipeline parallelism into stages: each data-parallel rank's state is that of parameters /
+  (tensor_parallel x pipeline_parallel) (activations are still counted whole).
 - Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
   tensors (`layer_bytes_per_element`: eager 54 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
   F = ffn_dim / d_model; Korthikanti et al. 2022 count 34 for GPT's block), doubled in fp32; with activation
   checkpointing each layer's input (2 bytes per element) plus one layer recomputed; plus the loss's
   (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
   held).
-- Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
+- Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1) for p ranks and m micro-batches; with v stages per rank
+  (interleaved 1F1B, Narayanan et al. 2021) (p - 1) / (v m + p - 1); zero-bubble's split backward fills part of
+  that, so for it the figure is an upper bound. Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
 - With inference tokens T: the N and D that reach the run's loss under a scaling law L(N, D) with the fewest
@@ -99,6 +101,11 @@ def loss_bytes(model: ModelConfig, micro_batch: int, scale: int) -> tuple[float,
         rows * model.d_model * 2 * scale + model.vocab_size * model.d_model * (4 + 2 * scale)
 
 
+def pipeline_bubble(ranks: int, microbatches: int, stages_per_rank: int) -> float:
+    """The idle share of a pipeline's ranks in one update."""
+    return round((ranks - 1) / (stages_per_rank * microbatches + ranks - 1), 4)
+
+
 def plan(config: TrainingConfig, inference_tokens: float | None = None, law: ScalingLaw = CHINCHILLA,
          target_loss: float | None = None) -> dict:
     model = model_config(config)
@@ -109,7 +116,7 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
     steps = config.steps or (math.ceil(config.tokens / tokens_per_update) if config.tokens else DEFAULT_STEPS)
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
-    tensor_share = n_params / hardware.tensor_parallel
+    tensor_share = n_params / hardware.tensor_parallel / hardware.pipeline_parallel     # a stage's share
     states = memory_per_rank(tensor_share, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
     activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag, hardware.compile)
                    for flag in (False, True)}
@@ -134,8 +141,8 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
         "tokens_per_parameter": round(tokens / n_params, 2),
         "memory_gb_per_rank": memory, "planned_memory_gb_per_rank": planned_gb,
         "device_memory_gb": DEVICE_MEMORY_GB.get(hardware.device),
-        "pipeline_bubble_fraction": round((hardware.pipeline_stages - 1) /
-                                          (hardware.pipeline_micro_batches + hardware.pipeline_stages - 1), 4),
+        "pipeline_bubble_fraction": pipeline_bubble(hardware.pipeline_parallel, hardware.pipeline_microbatches,
+                                                    hardware.stages_per_rank),
         "allreduce_seconds_per_update": round(allreduce_seconds, 4),
         "checkpoint_gb": round(checkpoint_bytes / GB, 3),
         "checkpoint_write_seconds": round(checkpoint_bytes / (hardware.checkpoint_write_gb_per_s * GB), 2),

@@ -26,7 +26,7 @@ HOOK_ENV = "SLUICE_TRAIN_HOOK"
 
 
 def train(config: TrainingConfig, stop_after: int | None = None) -> None:
-    env = init_distributed(config.hardware.tensor_parallel)
+    env = init_distributed(config.hardware.tensor_parallel, config.hardware.pipeline_parallel)
     logger = RunLogger(config, enabled=env.is_main and config.mlflow.enabled)
     try:
         trainer = Trainer(config, env, logger)

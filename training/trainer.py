@@ -23,7 +23,7 @@ from training.checkpoint import latest_checkpoint
 from training.checkpointer import Checkpointer, UpdateCounter
 from training.device_batches import DeviceBatches
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
-from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.evaluate import bits_per_byte, model_loss, sample_continuations, validation_loss
 from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
 from training.loss_scale import LossScale
 from training.lr_schedule import learning_rate
@@ -31,6 +31,7 @@ from training.model import ModelConfig, Transformer
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, set_learning_rate
 from training.parallel import Distributed, all_reduce_mean, clip_gradients, shard_model
+from training.pipeline_parallel import Pipeline
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
@@ -62,12 +63,18 @@ class Trainer:
         self.counter = UpdateCounter()
         self.data = training_batches(config, env, model_spec)
         model = Transformer(model_spec).to(env.device)
-        if env.tensor_parallel > 1:
-            model = parallelize(model, env.mesh["tp"])
-        self.model = shard_model(model, env.device, COMPUTE_DTYPES.get(config.hardware.dtype),   # on CPU too
-                                 activation_checkpointing=config.hardware.activation_checkpointing,
-                                 compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
-                                 mesh=env.mesh["dp"])
+        compute_dtype = COMPUTE_DTYPES.get(config.hardware.dtype)
+        self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype) \
+            if env.pipeline_parallel > 1 else None
+        if self.pipeline:
+            self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
+        else:
+            if env.tensor_parallel > 1:
+                model = parallelize(model, env.mesh["tp"])
+            self.model = shard_model(model, env.device, compute_dtype,      # on CPU too
+                                     activation_checkpointing=config.hardware.activation_checkpointing,
+                                     compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
+                                     mesh=env.mesh["dp"])
         self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
         self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
             else None
@@ -159,12 +166,14 @@ class Trainer:
         losses stay on it until then. The ranks reduce gradients only after the last micro-batch (and after the
         first when the noise probe measures there), each other micro-batch accumulating onto this rank's own
         unsharded gradients; and the parameters gathered for a backward pass stay gathered for the next
-        micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating)."""
+        micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating). Under
+        pipeline parallelism the schedule's micro-batches of one batch are the accumulation."""
         with loss_context(self.env.tensor_parallel):
-            losses = self.accumulate(accumulation)
+            losses = [self.pipeline.step(*self.data.next_batch())] if self.pipeline else self.accumulate(accumulation)
         if self.loss_scale:
             self.loss_scale.unscale(self.optimizer)
-        grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf)
+        grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf,
+                                   self.pipeline.group if self.pipeline else None)
         return all_reduce_mean(torch.stack(losses).mean(), self.env.device), grad_norm
 
     def accumulate(self, accumulation: int) -> list[torch.Tensor]:
@@ -221,7 +230,8 @@ class Trainer:
         self.model.eval()
         values = {}
         if config.data.validation:
-            loss = validation_loss(self.model, config.data.validation, seq_len, config.micro_batch_size,
+            loss = validation_loss(self.pipeline.eval_loss if self.pipeline else model_loss(self.model),
+                                   config.data.validation, seq_len, config.micro_batch_size,
                                    config.eval.batches, env.data_rank, env.data_ranks, env.device)
             values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
         if self.suite is not None:
@@ -231,7 +241,10 @@ class Trainer:
                        for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
         self.echo({"event": "eval", "step": step, **values})
         self.logger.metrics(step, values)
-        if config.data.tokenizer:
+        if config.data.tokenizer and self.pipeline:
+            self.echo({"event": "samples_skipped", "step": step, "reason": "sampling under pipeline parallelism "
+                       "is not supported yet"})
+        elif config.data.tokenizer:
             text = sample_continuations(self.model, config.data.tokenizer, config.eval.prompts,
                                         config.eval.sample_tokens, env.device)
             self.logger.text(text, f"samples/step-{step:06d}.txt")

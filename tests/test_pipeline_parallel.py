@@ -1,0 +1,126 @@
+"""Pipeline parallelism for real: torchrun with CPU ranks (gloo) running the model's layers as pipeline stages trains
+to the losses, gradient norms, validation loss and final weights of one process, with each schedule tested, and
+resumes exactly; layouts the pipeline cannot run are refused when the config is read, naming the field."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from configs.training import TrainingConfig
+from training.consolidated import consolidated_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = {"preset": "tiny", "n_layers": 4, "tie_embeddings": False}
+
+
+def _config(tmp_path: Path, shards: list[str], name: str, micro_batch_size: int = 8, **hardware) -> str:
+    config = {"name": name, "model": MODEL, "micro_batch_size": micro_batch_size, "steps": 4,
+              "data": {"train": shards[:3], "validation": shards[3:], "seed": 0, "bytes_per_token": 1.0},
+              "eval": {"every": 4, "batches": 2}, "mlflow": {"enabled": False}, "log_every": 1,
+              "optimizer": {"lr": 3e-3, "warmup_steps": 2}, "checkpoint": {"dir": str(tmp_path / name), "every": 2},
+              "hardware": {"device": "cpu", "dtype": "fp32", **hardware}}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def _records(config: str, ranks: int, *extra: str) -> list[dict]:
+    from flows.torchrun import torchrun_command
+
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*torchrun_command(config, ranks), *extra], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _steps(records: list[dict]) -> list[dict]:
+    return [record for record in records if "loss" in record and "event" not in record]
+
+
+def _weights(tmp_path: Path, name: str, step: int) -> dict[str, torch.Tensor]:
+    """A run's checkpoint, read back into one plain model: every stage's parameters, under the model's names."""
+    return torch.load(consolidated_weights(str(tmp_path / name / f"step-{step:06d}"), str(tmp_path / f"{name}.pt")))
+
+
+@pytest.fixture(scope="module")
+def alone(byte_shards, tmp_path_factory) -> tuple[list[dict], dict[str, torch.Tensor]]:
+    """One process's run: its records and final weights."""
+    folder = tmp_path_factory.mktemp("alone")
+    records = _records(_config(folder, byte_shards, "alone"), 1)
+    return records, _weights(folder, "alone", 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schedule, ranks, hardware", [
+    ("1f1b", 2, {"pipeline_parallel": 2, "microbatches": 2}),
+    ("gpipe", 2, {"pipeline_parallel": 2, "microbatches": 4}),
+    ("interleaved_1f1b", 2, {"pipeline_parallel": 2, "microbatches": 4}),
+    ("zero_bubble", 2, {"pipeline_parallel": 2, "microbatches": 4}),
+    ("1f1b", 4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 2}),
+])
+def test_pipeline_stages_train_as_one_process(alone, byte_shards, tmp_path, schedule, ranks, hardware):
+    """The same 8 sequences per update (per replica 8 / data_parallel), split into the pipeline's micro-batches:
+    the losses, gradient norms, validation loss and final weights (every stage's checkpoint read back into one
+    plain model) of one process. A stage missing a layer, a loss not averaged over the micro-batches or a gradient
+    norm of one stage only would each differ here. The 1F1B run stops after its checkpoint at step 2 and resumes
+    from it (each stage's parameters and optimizer state, the data position) to the same losses."""
+    records, alone_weights = alone
+    steps = _steps(records)
+    assert len(steps) == 4 and steps[-1]["loss"] < steps[0]["loss"] - 0.1                 # it trained
+    config = _config(tmp_path, byte_shards, "piped", pipeline_schedule=schedule,
+                     micro_batch_size=8 // hardware.get("data_parallel", 1), **hardware)
+    interrupted = schedule == "1f1b" and ranks == 2
+    piped = _records(config, ranks, *(["--stop-after", "3"] if interrupted else []))
+    if interrupted:
+        resumed = _records(config, ranks)
+        assert any(record.get("event") == "resumed" and record["step"] == 2 for record in resumed)
+        piped = [record for record in piped if record.get("step", 0) <= 2] + resumed
+    assert [record["step"] for record in _steps(piped)] == [1, 2, 3, 4]
+    for key in ("loss", "grad_norm"):
+        assert [record[key] for record in _steps(piped)] == pytest.approx([record[key] for record in steps],
+                                                                          rel=1e-4)
+    evaluation = [next(record["val_loss"] for record in run if record.get("event") == "eval")
+                  for run in (records, piped)]
+    assert evaluation[1] == pytest.approx(evaluation[0], rel=1e-4)
+    piped_weights = _weights(tmp_path, "piped", 4)
+    assert alone_weights.keys() == piped_weights.keys()
+    for key, weight in alone_weights.items():
+        assert torch.allclose(piped_weights[key], weight, rtol=0, atol=2e-5), key
+
+
+def _hardware(**fields) -> dict:
+    return {"model": MODEL, "hardware": fields}
+
+
+@pytest.mark.parametrize("config, named", [
+    (_hardware(pipeline_parallel=3), r"model.n_layers \(4\) not divisible into 3 pipeline stages"),
+    (_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble"),
+     r"hardware.microbatches \(2\) fewer than the 4 pipeline stages"),
+    (_hardware(pipeline_parallel=2, microbatches=3), r"micro_batch_size \(8\) not divisible by hardware.microbatches"),
+    (_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b", microbatches=5),
+     r"hardware.microbatches \(5\) not a multiple of hardware.pipeline_parallel \(2\)"),
+    ({"model": {"preset": "tiny"}, "hardware": {"pipeline_parallel": 2}}, r"model.tie_embeddings \(true\)"),
+    (_hardware(pipeline_parallel=2) | {"grad_accumulation": 2}, r"grad_accumulation \(2\) under"),
+    (_hardware(pipeline_parallel=2, dtype="fp16"), "hardware.dtype fp16 under hardware.pipeline_parallel"),
+    (_hardware(pipeline_parallel=2, tensor_parallel=2), r"hardware.pipeline_parallel \(2\) with "
+                                                        r"hardware.tensor_parallel is not supported"),
+    (_hardware(pipeline_parallel=2, compile=True), r"hardware.pipeline_parallel \(2\) with hardware.compile"),
+])
+def test_layouts_the_pipeline_cannot_run_are_refused_naming_the_field(config, named):
+    with pytest.raises(ValueError, match=named):
+        TrainingConfig.model_validate(config)
+
+
+def test_the_run_has_pipeline_times_data_times_tensor_parallel_ranks():
+    hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, data_parallel=2)).hardware
+    assert (hardware.ranks, hardware.pipeline_stages, hardware.pipeline_microbatches) == (4, 2, 2)
+    hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble",
+                                                       microbatches=4)).hardware
+    assert (hardware.ranks, hardware.pipeline_stages, hardware.stages_per_rank) == (2, 4, 2)

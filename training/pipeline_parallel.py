@@ -1,0 +1,125 @@
+"""Pipeline parallelism (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021) with torch.distributed.pipelining:
+the model's layers split evenly into stages (the embedding on the first, the final norm, output projection and loss
+on the last; neither counted in the balance), each stage's module sharded with FSDP2 over the data-parallel ranks,
+and a schedule that runs each micro_batch_size batch as `hardware.microbatches` micro-batches through them.
+
+A stage keeps the whole model's parameter names (`blocks.<layer>...`), so its checkpoint (DCP, per stage) reads
+back into one plain model. Every rank builds the whole model from the same seed before keeping its stages, so the
+weights are those of one process. The last stage's loss is the cross-entropy (plus z-loss) of plain logits
+(training/loss.py's loss_function; the chunked loss needs the output weight outside the stage's forward), averaged
+over the micro-batches by the schedule's gradient scaling; the update's cross-entropy is broadcast from the rank
+holding the last stage, so every rank logs and guards against spikes with the same number."""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B,
+                                          ScheduleZBVZeroBubble)
+
+from configs.training import HardwareSpec
+from training.loss import loss_function
+from training.model import Transformer, readout
+from training.parallel import Distributed, shard_model
+
+SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "interleaved_1f1b": ScheduleInterleaved1F1B,
+             "zero_bubble": ScheduleZBVZeroBubble}
+
+
+class StageModule(nn.Module):
+    """Some layers of a Transformer under their own names, with the embedding when `first` and the final norm and
+    output projection when `last`. A rank running two stages holds one more of these over both stages' parts:
+    the module its optimizer and checkpoint see (its forward is not run)."""
+
+    def __init__(self, model: Transformer, layers: list[int], first: bool, last: bool):
+        super().__init__()
+        self.config = model.config
+        self.embedding = model.embedding if first else None
+        self.blocks = nn.ModuleDict({str(layer): model.blocks[layer] for layer in layers})
+        self.final_norm = model.final_norm if last else None
+        self.output = model.output if last else None
+        self.register_buffer("rope_cos", model.rope_cos, persistent=False)
+        self.register_buffer("rope_sin", model.rope_sin, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Tokens (first stage) or hidden states in; hidden states, or logits (last stage), out."""
+        if self.embedding is not None:
+            x = self.embedding(x)
+        for block in self.blocks.values():
+            x = block(x, self.rope_cos, self.rope_sin)
+        return x if self.output is None else readout(self.output, self.final_norm(x), self.config)
+
+
+def stage_indices(rank: int, ranks: int, schedule: str) -> list[int]:
+    """The stages a pipeline rank runs: its own; under interleaved 1F1B also one a loop further; under zero
+    bubble (ZBV) also its mirror in the V (so rank 0 holds the first and the last)."""
+    if schedule == "interleaved_1f1b":
+        return [rank, rank + ranks]
+    if schedule == "zero_bubble":
+        return [rank, 2 * ranks - 1 - rank]
+    return [rank]
+
+
+class PipelineLoss:
+    """The schedule's loss_fn: each micro-batch's training loss, its cross-entropy kept for the log."""
+
+    def __init__(self, z_loss: float):
+        self.z_loss, self.cross_entropies = z_loss, []
+
+    def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        loss, cross_entropy = loss_function(logits, targets, self.z_loss)
+        self.cross_entropies.append(cross_entropy.detach())
+        return loss
+
+
+class Pipeline:
+    """This rank's stages of the model, sharded over the data-parallel ranks, and the schedule that runs them.
+    `module` holds every parameter this rank trains (for the optimizer, the gradient clip and the checkpoint)."""
+
+    def __init__(self, model: Transformer, env: Distributed, hardware: HardwareSpec, z_loss: float,
+                 compute_dtype: torch.dtype | None):
+        mesh = env.mesh["pp"]
+        self.group, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
+        stages = hardware.pipeline_stages
+        per_stage = model.config.n_layers // stages
+        indices = stage_indices(rank, ranks, hardware.pipeline_schedule)
+        modules = [StageModule(model, list(range(index * per_stage, (index + 1) * per_stage)), index == 0,
+                               index == stages - 1) for index in indices]
+        for module in modules:
+            shard_model(module, env.device, compute_dtype, hardware.activation_checkpointing, mesh=env.mesh["dp"])
+        self.module = modules[0] if len(modules) == 1 else \
+            StageModule(model, [layer for module in modules for layer in map(int, module.blocks)], 0 in indices,
+                        stages - 1 in indices)
+        self.first, self.last = 0 in indices, stages - 1 in indices
+        self.last_rank = 0 if hardware.pipeline_schedule == "zero_bubble" else ranks - 1   # the last stage's
+        pipeline_stages = [PipelineStage(module, index, stages, env.device, group=self.group)
+                           for module, index in zip(modules, indices)]
+        self.loss = PipelineLoss(z_loss)
+        schedule = SCHEDULES[hardware.pipeline_schedule]
+        self.schedule = schedule(pipeline_stages if len(pipeline_stages) > 1 else pipeline_stages[0],
+                                 n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss)
+        self.device, self.microbatches = env.device, hardware.pipeline_microbatches
+
+    def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Forward and backward passes of one batch's micro-batches, the gradients accumulated (averaged over the
+        micro-batches): their mean cross-entropy, the same on every rank of the pipeline."""
+        self._run(self.schedule.step, inputs, targets)
+        return self._mean_cross_entropy()
+
+    @torch.no_grad()
+    def eval_loss(self, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+        """One batch's mean cross-entropy, forward passes only, the same on every rank of the pipeline."""
+        self._run(self.schedule.eval, inputs, targets)
+        return float(self._mean_cross_entropy())
+
+    def _run(self, run, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        self.loss.cross_entropies = []
+        run(*((inputs,) if self.first else ()), **({"target": targets} if self.last else {}))
+
+    def _mean_cross_entropy(self) -> torch.Tensor:
+        """Of the batch's micro-batches: the last ones the loss saw (the schedule's set-up, at the first step and
+        the first after an evaluation, calls it once more before them, inferring shapes)."""
+        mean = torch.stack(self.loss.cross_entropies[-self.microbatches:]).mean() if self.last \
+            else torch.zeros((), dtype=torch.float32, device=self.device)
+        dist.broadcast(mean, group=self.group, group_src=self.last_rank)
+        return mean
