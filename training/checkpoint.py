@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
 COMPLETE = "complete"
 MODEL_DEFAULTS = {"tie_embeddings": True}      # model fields a checkpoint saved before they existed lacks
@@ -48,10 +48,13 @@ def checkpoint_folder(root: str, step: int) -> str:
     return os.path.join(root, f"step-{step:06d}")
 
 
-def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int) -> str:
-    """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter)."""
+def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int,
+                    flat_optimizer: bool = False) -> str:
+    """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter).
+    `flat_optimizer`: the optimizer's settings saved per parameter name (pipeline stages: each rank's optimizer
+    has other parameters, and DCP keeps one copy of a key every rank saves, such as the unflattened param_groups)."""
     folder = checkpoint_folder(root, step)
-    model_state, optimizer_state = get_state_dict(model, optimizer)
+    model_state, optimizer_state = get_state_dict(model, optimizer, options=_options(flat_optimizer))
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
     torch.save({"step": step, "trainer": trainer_state, "rng": torch.get_rng_state()},
                os.path.join(folder, f"rank-{rank}.pt"))
@@ -63,14 +66,16 @@ def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict,
     return folder
 
 
-def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
+def load_checkpoint(folder: str, model, optimizer, rank: int, flat_optimizer: bool = False) -> dict:
     """Restore model and optimizer in place; returns this rank's {step, trainer, rng} (RNG already restored)."""
     _check_same_model(folder, model.config.to_dict())
-    model_state, optimizer_state = get_state_dict(model, optimizer)
+    options = _options(flat_optimizer)
+    model_state, optimizer_state = get_state_dict(model, optimizer, options=options)
     state = {"model": model_state, "optimizer": optimizer_state}
     try:
         dcp.load(state, checkpoint_id=folder)
-        set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+        set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"],
+                       options=options)
         # weights_only: the file holds only tensors, numbers, strings, lists and dicts; nothing is unpickled.
         extra = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=True)
     except (Exception, CheckpointException) as error:      # DCP's exception is a BaseException
@@ -79,6 +84,10 @@ def load_checkpoint(folder: str, model, optimizer, rank: int) -> dict:
                               f"a new folder to start over") from error
     torch.set_rng_state(extra["rng"])
     return extra
+
+
+def _options(flat_optimizer: bool) -> StateDictOptions:
+    return StateDictOptions(flatten_optimizer_state_dict=flat_optimizer)
 
 
 def _check_same_model(folder: str, model_config: dict) -> None:

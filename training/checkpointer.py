@@ -38,8 +38,9 @@ class UpdateCounter:
 
 class Checkpointer:
     def __init__(self, spec: CheckpointSpec, model, optimizer, rank: int, counter: UpdateCounter,
-                 parts: dict[str, Stateful | None]):
-        self.spec, self.rank, self.counter = spec, rank, counter
+                 parts: dict[str, Stateful | None], flat_optimizer: bool = False):
+        """`flat_optimizer`: the optimizer's state saved per parameter name (training/checkpoint.py)."""
+        self.spec, self.rank, self.counter, self.flat_optimizer = spec, rank, counter, flat_optimizer
         self.model, self.optimizer, self.parts = model, optimizer, {"counter": counter} | parts
 
     def is_due(self, last: bool) -> bool:
@@ -49,7 +50,7 @@ class Checkpointer:
         step = self.counter.step
         if self.is_due(last):
             states = {name: part.state_dict() if part is not None else None for name, part in self.parts.items()}
-            save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank)
+            save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank, self.flat_optimizer)
 
     def restore(self) -> str | None:
         """Everything from the newest complete checkpoint, the counter's step included: its folder, or None for
@@ -57,7 +58,7 @@ class Checkpointer:
         folder = self.latest()
         if folder is None:
             return None
-        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank)
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.flat_optimizer)
         for name, part in self.parts.items():
             if part is not None:
                 part.load_state_dict(restored["trainer"][name])
@@ -70,7 +71,7 @@ class Checkpointer:
         folder = self.latest()
         if folder is None:
             return None
-        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank)
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.flat_optimizer)
         self.counter.step = restored["step"]
         self.counter.rewind(restored["trainer"]["counter"])
         return folder

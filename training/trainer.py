@@ -88,7 +88,8 @@ class Trainer:
         self.checkpointer = Checkpointer(config.checkpoint, self.model, self.optimizer, env.rank, self.counter,
                                          {"data": self.data, "spikes": self.spikes, "noise": self.noise,
                                           "loss_scale": self.loss_scale,
-                                          "ramp": self.ramp if config.batch_ramp.schedule == "noise_scale" else None})
+                                          "ramp": self.ramp if config.batch_ramp.schedule == "noise_scale" else None},
+                                         flat_optimizer=self.pipeline is not None)
         self.full_update_tokens = self.micro_sequences * model_spec.seq_len * config.grad_accumulation
         self.total_tokens = self.total_steps * self.full_update_tokens   # a ramped run: more, smaller updates
         self.timer = StepTimer(env.device)
