@@ -62,7 +62,6 @@ def alone(byte_shards, tmp_path_factory) -> tuple[list[dict], dict[str, torch.Te
     ("1f1b", 2, {"pipeline_parallel": 2, "microbatches": 2}),
     ("gpipe", 2, {"pipeline_parallel": 2, "microbatches": 4}),
     ("interleaved_1f1b", 2, {"pipeline_parallel": 2, "microbatches": 4}),
-    ("zero_bubble", 2, {"pipeline_parallel": 2, "microbatches": 4}),
     ("1f1b", 4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 2}),
 ])
 def test_pipeline_stages_train_as_one_process(alone, byte_shards, tmp_path, schedule, ranks, hardware):
@@ -101,8 +100,10 @@ def _hardware(**fields) -> dict:
 
 @pytest.mark.parametrize("config, named", [
     (_hardware(pipeline_parallel=3), r"model.n_layers \(4\) not divisible into 3 pipeline stages"),
-    (_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble"),
+    (_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b"),
      r"hardware.microbatches \(2\) fewer than the 4 pipeline stages"),
+    (_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble", microbatches=4),
+     "hardware.pipeline_schedule zero_bubble with hardware.pipeline_parallel"),
     (_hardware(pipeline_parallel=2, microbatches=3), r"micro_batch_size \(8\) not divisible by hardware.microbatches"),
     (_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b", microbatches=5),
      r"hardware.microbatches \(5\) not a multiple of hardware.pipeline_parallel \(2\)"),
@@ -121,6 +122,6 @@ def test_layouts_the_pipeline_cannot_run_are_refused_naming_the_field(config, na
 def test_the_run_has_pipeline_times_data_times_tensor_parallel_ranks():
     hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, data_parallel=2)).hardware
     assert (hardware.ranks, hardware.pipeline_stages, hardware.pipeline_microbatches) == (4, 2, 2)
-    hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble",
+    hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b",
                                                        microbatches=4)).hardware
     assert (hardware.ranks, hardware.pipeline_stages, hardware.stages_per_rank) == (2, 4, 2)

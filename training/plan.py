@@ -18,8 +18,7 @@ Formulas, and where they come from:
   (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
   held).
 - Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1) for p ranks and m micro-batches; with v stages per rank
-  (interleaved 1F1B, Narayanan et al. 2021) (p - 1) / (v m + p - 1); zero-bubble's split backward fills part of
-  that, so for it the figure is an upper bound. Ring all-reduce = 2 (n - 1) / n * gradient bytes /
+  (interleaved 1F1B, Narayanan et al. 2021) (p - 1) / (v m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
 - With inference tokens T: the N and D that reach the run's loss under a scaling law L(N, D) with the fewest
