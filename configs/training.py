@@ -61,7 +61,7 @@ class HardwareSpec(StrictModel):
         "ranks each layer's matrices are split over (Megatron-style, with sequence parallelism on the norms); the "
         "run has data_parallel x tensor_parallel ranks, a replica's tensor-parallel ranks neighbours on one node"))
     nodes: int = Field(1, ge=1, description=(
-        "machines the ranks are spread over, data_parallel x tensor_parallel / nodes each: one torchrun per node, "
+        "machines the ranks are spread over, ranks / nodes each: one torchrun per node, "
         "launched by a Dask task on a worker offering the `trainer` resource (`dask worker --resources trainer=1`)"))
     dask_address: str | None = Field(None, description=(
         "the Dask scheduler whose workers are the nodes when nodes > 1 (default: $SLUICE_DASK_ADDRESS, which "
@@ -76,8 +76,8 @@ class HardwareSpec(StrictModel):
         "pipeline stages the layers are split over (training/pipeline_parallel.py), the outermost dimension of the "
         "ranks: the run has pipeline_parallel x data_parallel x tensor_parallel ranks"))
     pipeline_schedule: Literal["gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"] = Field("1f1b", description=(
-        "torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B or ZBVZeroBubble; the last two run two "
-        "stages per rank; zero_bubble is refused for now (wrong gradients under FSDP2)"))
+        "torch.distributed.pipelining's GPipe, 1F1B or Interleaved1F1B (two stages per rank); zero_bubble "
+        "(ZBVZeroBubble) is refused for now: under FSDP2 it gave other gradients than one process"))
     microbatches: int | None = Field(None, ge=1, description=(
         "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); they "
         "are the update's gradient accumulation"))

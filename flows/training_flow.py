@@ -59,7 +59,7 @@ def _is_torchrun(pid: int) -> bool:
 @flow(name="sluice-train", log_prints=True, retries=1, retry_delay_seconds=2,
       on_cancellation=[_kill_on_hook], on_crashed=[_kill_on_hook])
 def training_flow(config: TrainingConfig) -> dict:
-    """Train with `config.hardware.ranks` (data x tensor parallel) on this machine, or spread over
+    """Train with `config.hardware.ranks` (pipeline x data x tensor parallel) on this machine, or spread over
     `hardware.nodes` Dask workers (`flows.training_nodes`); returns the last step's figures."""
     logger = get_run_logger()
     os.makedirs(config.checkpoint.dir, exist_ok=True)

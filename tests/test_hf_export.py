@@ -54,14 +54,15 @@ def test_transformers_loads_the_export_with_sluices_logits(exported, logged_mode
     assert difference < 1e-4
 
 
-@pytest.mark.parametrize("parametrization", ["sp", "mup"])
-def test_mup_multipliers_and_rotary_layout_map_to_the_same_logits(parametrization, tmp_path):
+@pytest.mark.parametrize("parametrization, tie_embeddings", [("sp", True), ("mup", True), ("mup", False)])
+def test_mup_multipliers_and_rotary_layout_map_to_the_same_logits(parametrization, tie_embeddings, tmp_path):
     """Gains away from 1 (so the reordered q/k norms count) and μP's attention and output multipliers at a width
-    twice the base, which Qwen3 expresses only through the folds."""
+    twice the base, which Qwen3 expresses only through the folds; an untied output projection (pipeline parallel
+    runs) as lm_head."""
     from transformers import AutoModelForCausalLM
 
     config = ModelConfig(vocab_size=300, parametrization=parametrization, base_width=32, rope_theta=500.0,
-                         norm_eps=1e-6, **TINY)
+                         norm_eps=1e-6, tie_embeddings=tie_embeddings, **TINY)
     torch.manual_seed(1)
     model = Transformer(config).eval()
     with torch.no_grad():

@@ -3,41 +3,19 @@ to the losses, gradient norms, validation loss and final weights of one process,
 resumes exactly; layouts the pipeline cannot run are refused when the config is read, naming the field."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from configs.training import TrainingConfig
+from torchrun_training import training_config, training_records
 from training.consolidated import consolidated_weights
-
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = {"preset": "tiny", "n_layers": 4, "tie_embeddings": False}
 
 
 def _config(tmp_path: Path, shards: list[str], name: str, micro_batch_size: int = 8, **hardware) -> str:
-    config = {"name": name, "model": MODEL, "micro_batch_size": micro_batch_size, "steps": 4,
-              "data": {"train": shards[:3], "validation": shards[3:], "seed": 0, "bytes_per_token": 1.0},
-              "eval": {"every": 4, "batches": 2}, "mlflow": {"enabled": False}, "log_every": 1,
-              "optimizer": {"lr": 3e-3, "warmup_steps": 2}, "checkpoint": {"dir": str(tmp_path / name), "every": 2},
-              "hardware": {"device": "cpu", "dtype": "fp32", **hardware}}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
-
-
-def _records(config: str, ranks: int, *extra: str) -> list[dict]:
-    from flows.torchrun import torchrun_command
-
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([*torchrun_command(config, ranks), *extra], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return training_config(tmp_path, shards, name, hardware, model=MODEL, micro_batch_size=micro_batch_size)
 
 
 def _steps(records: list[dict]) -> list[dict]:
@@ -53,7 +31,7 @@ def _weights(tmp_path: Path, name: str, step: int) -> dict[str, torch.Tensor]:
 def alone(byte_shards, tmp_path_factory) -> tuple[list[dict], dict[str, torch.Tensor]]:
     """One process's run: its records and final weights."""
     folder = tmp_path_factory.mktemp("alone")
-    records = _records(_config(folder, byte_shards, "alone"), 1)
+    records = training_records(_config(folder, byte_shards, "alone"), 1)
     return records, _weights(folder, "alone", 4)
 
 
@@ -76,9 +54,9 @@ def test_pipeline_stages_train_as_one_process(alone, byte_shards, tmp_path, sche
     config = _config(tmp_path, byte_shards, "piped", pipeline_schedule=schedule,
                      micro_batch_size=8 // hardware.get("data_parallel", 1), **hardware)
     interrupted = schedule == "1f1b" and ranks == 2
-    piped = _records(config, ranks, *(["--stop-after", "3"] if interrupted else []))
+    piped = training_records(config, ranks, *(["--stop-after", "3"] if interrupted else []))
     if interrupted:
-        resumed = _records(config, ranks)
+        resumed = training_records(config, ranks)
         assert any(record.get("event") == "resumed" and record["step"] == 2 for record in resumed)
         piped = [record for record in piped if record.get("step", 0) <= 2] + resumed
     assert [record["step"] for record in _steps(piped)] == [1, 2, 3, 4]

@@ -3,7 +3,6 @@ to the losses and gradient norms of one process, and resumes exactly; layouts th
 when the config is read."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,34 +10,16 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from configs.training import TrainingConfig
 from flows.processes import free_port
+from torchrun_training import ROOT, training_config, training_records
 from training.consolidated import consolidated_weights
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def _config(tmp_path: Path, shards: list[str], name: str, micro_batch: int, **hardware) -> str:
-    config = {"name": name, "model": {"preset": "tiny"}, "micro_batch_size": micro_batch, "grad_accumulation": 2,
-              "steps": 5, "data": {"train": shards[:3], "validation": shards[3:], "seed": 0, "bytes_per_token": 1.0},
-              "eval": {"every": 5, "batches": 2}, "mlflow": {"enabled": False}, "log_every": 1,
-              "optimizer": {"lr": 3e-3, "warmup_steps": 2}, "checkpoint": {"dir": str(tmp_path / name), "every": 2},
-              "hardware": {"device": "cpu", "dtype": "fp32", **hardware}}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return str(path)
-
-
-def _records(config: str, ranks: int, *extra: str) -> list[dict]:
-    from flows.torchrun import torchrun_command
-
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([*torchrun_command(config, ranks), *extra], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+def _config(tmp_path: Path, shards: list[str], name: str, micro_batch: int, hardware: dict) -> str:
+    return training_config(tmp_path, shards, name, hardware, micro_batch_size=micro_batch, grad_accumulation=2,
+                           steps=5)
 
 
 @pytest.mark.slow
@@ -49,10 +30,10 @@ def test_two_replicas_of_two_tensor_parallel_ranks_train_as_one_process_and_resu
     model (the q/k norms left out of the plan: their gains' gradients each rank's heads only) moves those weights
     by 1e-2 in 5 Adam steps while the losses differ by 1e-5. A run stopped after its checkpoint at step 2 resumes
     with the same batches and losses."""
-    alone = _records(_config(tmp_path, byte_shards, "alone", 8), 1)
-    split = _config(tmp_path, byte_shards, "split", 4, data_parallel=2, tensor_parallel=2)
-    first = _records(split, 4, "--stop-after", "3")
-    resumed = _records(split, 4)
+    alone = training_records(_config(tmp_path, byte_shards, "alone", 8, {}), 1)
+    split = _config(tmp_path, byte_shards, "split", 4, {"data_parallel": 2, "tensor_parallel": 2})
+    first = training_records(split, 4, "--stop-after", "3")
+    resumed = training_records(split, 4)
     steps = [record for record in alone if "loss" in record and "event" not in record]
     assert len(steps) == 5 and steps[-1]["loss"] < steps[0]["loss"] - 0.1                 # it trained
     straight = [record for record in first if "loss" in record and "event" not in record][:2]
