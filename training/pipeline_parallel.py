@@ -77,14 +77,13 @@ class Pipeline:
         stages = hardware.pipeline_stages
         per_stage = model.config.n_layers // stages
         indices = stage_indices(rank, ranks, hardware.pipeline_schedule)
-        modules = [StageModule(model, list(range(index * per_stage, (index + 1) * per_stage)), index == 0,
-                               index == stages - 1) for index in indices]
+        layers = {index: list(range(index * per_stage, (index + 1) * per_stage)) for index in indices}
+        modules = [StageModule(model, layers[index], index == 0, index == stages - 1) for index in indices]
         for module in modules:
             shard_model(module, env.device, compute_dtype, hardware.activation_checkpointing, mesh=env.mesh["dp"])
-        self.module = modules[0] if len(modules) == 1 else \
-            StageModule(model, [layer for module in modules for layer in map(int, module.blocks)], 0 in indices,
-                        stages - 1 in indices)
         self.first, self.last = 0 in indices, stages - 1 in indices
+        self.module = modules[0] if len(modules) == 1 else \
+            StageModule(model, sum(layers.values(), []), self.first, self.last)
         self.last_rank = ranks - 1          # the last stage's, under each schedule
         pipeline_stages = [PipelineStage(module, index, stages, env.device, group=self.group)
                            for module, index in zip(modules, indices)]
