@@ -72,6 +72,20 @@ def test_pipeline_stages_train_as_one_process(alone, byte_shards, tmp_path, sche
         assert torch.allclose(piped_weights[key], weight, rtol=0, atol=2e-5), key
 
 
+@pytest.mark.slow
+def test_the_spike_guard_skips_and_rolls_back_alike_on_every_stage(byte_shards, tmp_path):
+    """Random targets at update attempts 9 and 11-13 give the last stage a spike; every rank sees the broadcast
+    loss, so each skips those updates, and after three in a row each stage rolls back to the checkpoint at step 8
+    and trains steps 9 and 10 again."""
+    config = training_config(tmp_path, byte_shards, "spiky", {"pipeline_parallel": 2}, model=MODEL, steps=10,
+                             spikes={"window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3})
+    records = training_records(config, 2, drills={"bad_batches": [9, 11, 12, 13]})
+    assert [record["attempt"] for record in records if record.get("event") == "spike_skipped"] == [9, 11, 12, 13]
+    assert [(record["attempt"], record["step"]) for record in records if record.get("event") == "rollback"] == \
+        [(13, 8)]
+    assert [record["step"] for record in _steps(records)] == list(range(1, 10)) + [9, 10]
+
+
 def _hardware(**fields) -> dict:
     return {"model": MODEL, "hardware": fields}
 

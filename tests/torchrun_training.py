@@ -26,11 +26,13 @@ def training_config(tmp_path: Path, shards: list[str], name: str, hardware: dict
     return str(path)
 
 
-def training_records(config: str, ranks: int, *extra: str) -> list[dict]:
-    """The JSON lines of a torchrun of `ranks` trainers (`extra`: trainer arguments); the run must succeed."""
+def training_records(config: str, ranks: int, *extra: str, drills: dict | None = None) -> list[dict]:
+    """The JSON lines of a torchrun of `ranks` trainers (`extra`: trainer arguments; `drills`: faults injected,
+    tests/training_drills.py); the run must succeed."""
     from flows.torchrun import torchrun_command
+    from training_drills import drill_env
 
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)} | (drill_env(**drills) if drills else {})
     done = subprocess.run([*torchrun_command(config, ranks), *extra], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
