@@ -77,7 +77,7 @@ class HardwareSpec(StrictModel):
         "ranks: the run has pipeline_parallel x data_parallel x tensor_parallel ranks"))
     pipeline_schedule: Literal["gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"] = Field("1f1b", description=(
         "torch.distributed.pipelining's GPipe, 1F1B or Interleaved1F1B (two stages per rank); zero_bubble "
-        "(ZBVZeroBubble) is refused for now: under FSDP2 it gave other gradients than one process"))
+        "is refused for now: under FSDP2 its zero-bubble schedules gave other gradients than one process"))
     microbatches: int | None = Field(None, ge=1, description=(
         "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); they "
         "are the update's gradient accumulation"))
@@ -119,8 +119,9 @@ class HardwareSpec(StrictModel):
                              f"supported yet (not tested together)")
         if self.pipeline_parallel > 1 and self.pipeline_schedule == "zero_bubble":
             raise ValueError(f"hardware.pipeline_schedule zero_bubble with hardware.pipeline_parallel "
-                             f"({self.pipeline_parallel}) is not supported yet: its split backward gave gradients "
-                             f"other than one process's under FSDP2 (torch 2.13, CPU); use interleaved_1f1b")
+                             f"({self.pipeline_parallel}) is not supported yet: with its split backward both "
+                             f"ScheduleZBVZeroBubble and ScheduleInterleavedZeroBubble gave gradients other than one "
+                             f"process's under FSDP2 (torch 2.13, CPU); use interleaved_1f1b")
         return self
 
 

@@ -22,7 +22,7 @@ from training.model import Transformer, readout
 from training.parallel import Distributed, shard_model
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "interleaved_1f1b": ScheduleInterleaved1F1B}
-# zero_bubble (ScheduleZBVZeroBubble) is refused by the config: under FSDP2 it gave other gradients than one process
+# zero_bubble is refused by the config: under FSDP2 the zero-bubble schedules gave other gradients than one process
 
 
 class StageModule(nn.Module):
