@@ -59,7 +59,8 @@ class HardwareSpec(StrictModel):
     data_parallel: int = Field(1, ge=1, description="replicas the batch is split over, on all nodes")
     tensor_parallel: int = Field(1, ge=1, description=(
         "ranks each layer's matrices are split over (Megatron-style, with sequence parallelism on the norms); the "
-        "run has data_parallel x tensor_parallel ranks, a replica's tensor-parallel ranks neighbours on one node"))
+        "run has pipeline_parallel x data_parallel x tensor_parallel ranks, a replica's tensor-parallel ranks "
+        "neighbours on one node"))
     nodes: int = Field(1, ge=1, description=(
         "machines the ranks are spread over, ranks / nodes each: one torchrun per node, "
         "launched by a Dask task on a worker offering the `trainer` resource (`dask worker --resources trainer=1`)"))
