@@ -37,7 +37,8 @@ def bench_search(corpus: Path, topics: int, swarm: int, seeds: int, tokens: int,
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
             "mlflow": {"experiment": "sluice-mix-search-bench",
                        "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
-    raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 40},
+    # the ablation benchmark's optimizer, warmup cut to the proxies' 64 updates
+    raw["train"] |= {"model": MODEL, "micro_batch_size": 8, "optimizer": {"lr": 0.001, "warmup_steps": 8},
                      "eval": {"every": 64, "batches": 2}, "checkpoint": {"every": 32}}
     return parse_mix_search(raw, origin="benchmarks/mixtures.py")
 
