@@ -101,7 +101,8 @@ def measure(folder: Path, name: str, shards: list[str], steps: int, warmup: int)
     path = folder / "config.json"
     path.write_text(config.model_dump_json())
     ranks = config.hardware.ranks
-    env = trainer_env() | {HOOK_ENV: "benchmarks.parallelism:instrument", OUT_ENV: str(folder), "MALLOC_MMAP_THRESHOLD_": MALLOC_MMAP_THRESHOLD}
+    env = trainer_env() | {HOOK_ENV: "benchmarks.parallelism:instrument", OUT_ENV: str(folder),
+                           "MALLOC_MMAP_THRESHOLD_": MALLOC_MMAP_THRESHOLD}
     done = subprocess.run(torchrun_command(str(path), ranks), env=env, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     if done.returncode:
