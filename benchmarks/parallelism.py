@@ -67,13 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     work = WORK / "parallelism"
     shutil.rmtree(work, ignore_errors=True)
     shards = text_shards(work / "shards", 2_000_000)
-    layouts = {}
+    layouts, load = {}, os.getloadavg()[0]       # other work on the cores distorts the timings too
     for name in args.layouts:
         layouts[name] = measure(work / name, name, shards, args.steps + args.warmup, args.warmup)
         log(f"{name}: {json.dumps({key: layouts[name][key] for key in ('idle_share', 'plan_bubble')})}")
     written = write_result(args.out, {
         "model": MODEL, "micro_batch_per_replica": MICRO_BATCH, "dtype": "fp32", "timed_steps": args.steps,
-        "warmup_steps": args.warmup,
+        "warmup_steps": args.warmup, "load_average_1min": {"before": load, "after": os.getloadavg()[0]},
         "note": ("4-rank layouts run 4 single-threaded ranks on the machine's cores (2 here): ranks time-share them, "
                  "so a rank's compute is slowed while others compute, which distorts idle shares; pp2_* (2 ranks) "
                  "are not oversubscribed"),
