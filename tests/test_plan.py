@@ -68,7 +68,7 @@ def test_seed_003_batch_and_hand_computed_figures():
 
 def test_pipeline_bubble_and_a_run_that_does_not_fit():
     config = TrainingConfig.model_validate({"model": {"preset": "1B", "n_layers": 16, "tie_embeddings": False},
-                                            "micro_batch_size": 24, "steps": 10,
+                                            "micro_batch_size": 96, "steps": 10,     # 12 x 8 sequences
                                             "hardware": {"device": "a100-40gb", "dtype": "bf16", "sharding": "none",
                                                          "pipeline_parallel": 4, "microbatches": 12}})
     figures = plan(config)
@@ -121,3 +121,34 @@ def test_the_plans_activation_bytes_are_what_a_real_block_keeps_for_its_backward
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
             block(inputs, cos, sin)
         assert sum(kept.values()) / inputs.numel() == pytest.approx(layer_bytes_per_element(config, compiled))
+
+
+def test_memory_per_rank_follows_the_layout():
+    """State split over dp (FSDP), tp and pp, a pipeline's micro-batches accumulated; a pipeline rank's activations:
+    its layers, for the micro-batches in flight (GPipe all m, 1F1B at most p, interleaved p + (p - 1) / v), each of
+    micro_batch / m sequences, and one micro-batch's loss; sequence parallelism divides them by tp."""
+    from configs.training import HardwareSpec
+    from training.plan import activation_bytes, loss_bytes
+
+    def figures(**hardware):
+        return plan(TrainingConfig.model_validate({
+            "model": {"preset": "124M", "tie_embeddings": False}, "micro_batch_size": 8, "steps": 1,
+            "hardware": {"dtype": "fp32", **hardware}}))["memory_gb_per_rank"]["zero3"]
+
+    n = plan(TrainingConfig.model_validate({"model": {"preset": "124M", "tie_embeddings": False},
+                                            "micro_batch_size": 8, "steps": 1}))["parameters"]
+    split = figures(pipeline_parallel=2, data_parallel=2, microbatches=8)
+    assert split["optimizer"] == pytest.approx(8 * n / 4 / 1e9, abs=1e-3)
+    # the pipeline's 8 micro-batches are accumulated: unsharded fp32 parameters and gradients held until the update
+    assert split["accumulation"] == pytest.approx((4 + 4) * (n / 2 - n / 4) / 1e9, abs=1e-3)
+    model = replace(PRESETS["tiny"], n_layers=8, tie_embeddings=False)
+    layer = layer_bytes_per_element(model, False) * 2 * 64 * 64       # fp32, one sequence through one layer
+    one_loss = sum(loss_bytes(model, 1, 2))                           # of one sequence: a pipeline micro-batch
+    held = {schedule: activation_bytes(model, 8, "fp32", False, False, HardwareSpec(
+        pipeline_parallel=4, microbatches=8, pipeline_schedule=schedule)) for schedule in ("gpipe", "1f1b",
+                                                                                          "interleaved_1f1b")}
+    assert held["gpipe"] == pytest.approx(2 * 8 * layer + one_loss)           # 2 layers x 8 micro-batches in flight
+    assert held["1f1b"] == pytest.approx(2 * 4 * layer + one_loss)            # 4 in flight
+    assert held["interleaved_1f1b"] == pytest.approx(2 * 5.5 * layer + one_loss)
+    assert activation_bytes(model, 8, "fp32", False, False, HardwareSpec(data_parallel=2, tensor_parallel=2)) == \
+        pytest.approx(activation_bytes(model, 8, "fp32", False, False) / 2)

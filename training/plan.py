@@ -10,7 +10,12 @@ Formulas, and where they come from:
   micro-batches each rank holds its unsharded gradients (ZeRO-2 and 3; fp32, FSDP2 accumulates them in the
   reduction's dtype) and parameters (ZeRO-3, in compute dtype). Tensor parallelism splits the model over its
   ranks first, and pipeline parallelism into stages: each data-parallel rank's state is that of parameters /
-  (tensor_parallel x pipeline_parallel) (activations are still counted whole).
+  (tensor_parallel x pipeline_parallel); a pipeline's micro-batches are its accumulation (the stages reduce once).
+- Activations per rank under a layout (`in_flight`): a pipeline rank holds its n_layers / pipeline_parallel layers'
+  activations for each micro-batch in flight, of micro_batch_size / microbatches sequences: GPipe all m, 1F1B at
+  most p on the first rank (which holds the most), interleaved 1F1B p + (p - 1) / v of its layers' share (Narayanan
+  et al. 2021, its first rank's warm-up), each at most m; plus one micro-batch's loss (on the last rank: an upper
+  bound for every rank). Tensor parallelism with sequence parallelism divides every activation by tensor_parallel.
 - Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
   tensors (`layer_bytes_per_element`: eager 54 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
   F = ffn_dim / d_model; Korthikanti et al. 2022 count 34 for GPT's block), doubled in fp32; with activation
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import math
 
-from configs.training import TrainingConfig
+from configs.training import HardwareSpec, TrainingConfig
 from training.batch_ramp import BatchRamp
 from training.loss import CHUNK_ELEMENTS
 from training.model import ModelConfig, parameter_count
@@ -68,16 +73,31 @@ def memory_per_rank(n_params: int, dtype: str, ranks: int, accumulation: int = 1
             for name, (p, g, o) in shard.items()}
 
 
-def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool, compiled: bool) -> float:
-    """Peak bytes of activations: every layer's kept tensors and the loss's chunk, or with checkpointing each
-    layer's input, plus the larger of one layer recomputed and the loss's chunk (they are not alive together)."""
-    elements = model.seq_len * micro_batch * model.d_model
+def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpointing: bool, compiled: bool,
+                     hardware: HardwareSpec | None = None) -> float:
+    """Peak bytes of activations on one rank: every layer's kept tensors and the loss's chunk, or with checkpointing
+    each layer's input, plus the larger of one layer recomputed and the loss's chunk (they are not alive together).
+    Under `hardware`'s layout: a pipeline rank's layers for the micro-batches in flight, divided by tensor_parallel."""
+    layers, held, sequences, divided = model.n_layers, 1.0, micro_batch, 1
+    if hardware is not None:
+        divided = hardware.tensor_parallel
+        if hardware.pipeline_parallel > 1:
+            layers //= hardware.pipeline_parallel
+            held, sequences = in_flight(hardware), micro_batch / hardware.pipeline_microbatches
+    elements = model.seq_len * sequences * model.d_model
     scale = 2 if dtype == "fp32" else 1
     layer = layer_bytes_per_element(model, compiled) * elements * scale
-    chunk, kept = loss_bytes(model, micro_batch, scale)
+    chunk, kept = loss_bytes(model, sequences, scale)
     if checkpointing:
-        return model.n_layers * 2 * elements * scale + max(layer, chunk) + kept
-    return model.n_layers * layer + chunk + kept
+        return (layers * held * 2 * elements * scale + max(layer, chunk) + kept) / divided
+    return (layers * held * layer + chunk + kept) / divided
+
+
+def in_flight(hardware: HardwareSpec) -> float:
+    """Micro-batches whose activations the first pipeline rank holds at once, counted over its layers."""
+    ranks, microbatches = hardware.pipeline_parallel, hardware.pipeline_microbatches
+    held = {"gpipe": microbatches, "1f1b": ranks, "interleaved_1f1b": ranks + (ranks - 1) / hardware.stages_per_rank}
+    return min(held.get(hardware.pipeline_schedule, ranks), microbatches)
 
 
 def layer_bytes_per_element(model: ModelConfig, compiled: bool) -> float:
@@ -90,7 +110,7 @@ def layer_bytes_per_element(model: ModelConfig, compiled: bool) -> float:
     return base + per_ffn * model.ffn_dim / model.d_model + (8 + 12 * model.n_heads) / model.d_model
 
 
-def loss_bytes(model: ModelConfig, micro_batch: int, scale: int) -> tuple[float, float]:
+def loss_bytes(model: ModelConfig, micro_batch: float, scale: int) -> tuple[float, float]:
     """What the chunked loss (training.loss) holds: while a chunk is made, its logits in compute dtype and fp32, its
     softmax gradient in fp32 and compute dtype; then the gradients it keeps for the backward pass, of the hidden
     states and of the tied weight (fp32 while summed over chunks, and in compute dtype)."""
@@ -116,9 +136,10 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
     tokens = steps * tokens_per_update
     total_flops = flops_per_token * tokens
     tensor_share = n_params / hardware.tensor_parallel / hardware.pipeline_parallel     # a stage's share
-    states = memory_per_rank(tensor_share, hardware.dtype, hardware.data_parallel, config.grad_accumulation)
-    activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag, hardware.compile)
-                   for flag in (False, True)}
+    accumulation = hardware.pipeline_microbatches if hardware.pipeline_parallel > 1 else config.grad_accumulation
+    states = memory_per_rank(tensor_share, hardware.dtype, hardware.data_parallel, accumulation)
+    activations = {flag: activation_bytes(model, config.micro_batch_size, hardware.dtype, flag, hardware.compile,
+                                          hardware) for flag in (False, True)}
     memory = {sharding: {**{k: round(v / GB, 3) for k, v in parts.items()},
                          "activations": round(activations[False] / GB, 3),
                          "total": round((sum(parts.values()) + activations[False]) / GB, 3),
