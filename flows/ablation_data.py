@@ -60,7 +60,7 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
     for name, recipe in recipes.items():
         stages = data["variants"][name]["stages"]
         mixtures = {}
-        with mlflow.start_run(run_id=variant_data_run(parent_id, name, recipe), nested=True):
+        with mlflow.start_run(run_id=data["variants"][name]["data_run"], nested=True):
             for seed in seeds:
                 mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
                 try:
@@ -76,7 +76,7 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
 def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anchor: Recipe, runner: DaskTaskRunner,
                    parent_id: str) -> dict:
     """The suite, the shared tokenizer, and per variant its document stages, decontamination and token shards
-    (`variants.<name>.stages`), each variant's in a nested MLflow run of `parent_id`."""
+    (`variants.<name>.stages`), each variant's in a nested MLflow run of `parent_id` (`variants.<name>.data_run`)."""
     logger = get_run_logger()
     suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
     ngrams = stage_file(suite, NGRAMS_FILE)
@@ -85,13 +85,14 @@ def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anch
     variants = {}
     for name, recipe in recipes.items():
         logger.info("variant %s: document stages", name)
-        with mlflow.start_run(run_id=variant_data_run(parent_id, name, recipe), nested=True):
+        data_run = variant_data_run(parent_id, name, recipe)
+        with mlflow.start_run(run_id=data_run, nested=True):
             stages = document_stages(recipe, runner)
             stages["decontaminate"] = decontaminate_stage_flow.with_options(task_runner=runner)(
                 recipe, final_documents(stages), suite)
             stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
                 recipe, stages["decontaminate"], tokenizer)
-        variants[name] = {"stages": stages}
+        variants[name] = {"stages": stages, "data_run": data_run}
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 
 

@@ -62,8 +62,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
     tracking = use_experiment(search.mlflow.experiment, search.mlflow.tracking_uri)
     base = search.recipe_for("census", {})
     ids = search.domains or list(range(base.domains.topics if search.column == "topic" else base.domains.formats))
-    parent_id = resumable_parent_run(f"{local_path(base.store)}/mix-search/{search_key(search)}",
-                                     search.mlflow.experiment, search.name,
+    home = f"{local_path(base.store)}/mix-search/{search_key(search)}"
+    parent_id = resumable_parent_run(home, search.mlflow.experiment, search.name,
                                      {"sluice.kind": RUN_KIND, "sluice.column": search.column,
                                       "sluice.target": search.target},
                                      search.model_dump(mode="json", exclude={"base", "origin"}),
@@ -120,7 +120,7 @@ def _mix_search(search: MixSearchConfig) -> dict:
                 for metric, error in errors.items()},
         "mixtures": candidates, "predicted": predicted, "proposal_tokens": search.proposal_tokens,
         "validation": _validation_figures(validation, search.target) if validation else None}
-    result |= _publish(search, result, parent_id, tracking)
+    result |= _publish(search, result, parent_id, tracking, f"{home}/report")
     run = mlflow.get_run(parent_id)
     return result | {"mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
                      "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id)}
@@ -180,10 +180,8 @@ def _validation_figures(validation: dict, target: str) -> dict:
             "called": versus["called"], "minimum_detectable_effect": versus["mde"]}
 
 
-def _publish(search: MixSearchConfig, result: dict, parent_id: str, tracking: str) -> dict:
+def _publish(search: MixSearchConfig, result: dict, parent_id: str, tracking: str, folder: str) -> dict:
     """The report and charts on the parent run and as Prefect artifacts; the headline figures as its metrics."""
-    folder = os.path.join(local_path(search.recipe_for("census", {}).store), "mix-search", search_key(search),
-                          "report")
     os.makedirs(folder, exist_ok=True)
     target = result["target"]
     charts = [predicted_vs_measured_png([member["measured"][target] for member in result["swarm"]["members"]],

@@ -17,7 +17,7 @@ def predicted_vs_measured_png(measured: list[float], predicted: list[float], tar
         low, high = min(*measured, *predicted), max(*measured, *predicted)
         axes.plot([low, high], [low, high], color="grey", linewidth=1, linestyle="--", label="prediction = measured")
         axes.set_xlabel(f"measured {target} bits per byte")
-        axes.set_ylabel(f"predicted (fitted without the member)")
+        axes.set_ylabel("predicted (fitted without the member)")
         axes.set_title("Swarm: the law on members it did not see")
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
