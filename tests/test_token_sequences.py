@@ -110,12 +110,26 @@ def test_ranks_share_out_an_epoch_without_overlap(shards):
     assert not (per_rank[0] & per_rank[1]) and not (per_rank[0] & per_rank[2]) and not (per_rank[1] & per_rank[2])
 
 
-def test_a_position_from_another_layout_is_refused(shards):
-    state = TokenSequences(shards, SEQ, seed=2, rank=0, world_size=2).state_dict()
-    with pytest.raises(ValueError, match="world_size"):
-        TokenSequences(shards, SEQ, seed=2, rank=0, world_size=4).load_state_dict(state)
+def test_a_position_from_another_number_of_ranks_goes_on_with_the_same_windows(shards):
+    """Two ranks read 3 batches of 2: 12 windows of the epoch's order consumed. Four ranks resumed from rank 0's
+    position take the next 8 between them, each its own share, as one rank would have read them in turn."""
+    pair = [TokenSequences(shards, SEQ, seed=2, rank=rank, world_size=2) for rank in range(2)]
+    for reader in pair:
+        for _ in range(3):
+            reader.next_batch(2)
+    single = TokenSequences(shards, SEQ, seed=2)
+    single.next_batch(12)
+    following = single.next_batch(8)[0]
+    for rank in range(4):
+        quarter = TokenSequences(shards, SEQ, seed=2, rank=rank, world_size=4)
+        quarter.load_state_dict(pair[0].state_dict())
+        assert (quarter.next_batch(2)[0] == following[[rank, rank + 4]]).all()
+    odd = TokenSequences(shards, SEQ, seed=2, rank=0, world_size=2)
+    odd.next_batch(3)
+    with pytest.raises(ValueError, match=r"2 replicas after 3 sequences each \(6 in all\) cannot be dealt out to 4"):
+        TokenSequences(shards, SEQ, seed=2, rank=0, world_size=4).load_state_dict(odd.state_dict())
     with pytest.raises(ValueError, match="shards"):
-        TokenSequences(shards[:2], SEQ, seed=2, rank=0, world_size=2).load_state_dict(state)
+        TokenSequences(shards[:2], SEQ, seed=2, rank=0, world_size=2).load_state_dict(pair[0].state_dict())
 
 
 def test_a_sequence_longer_than_the_data_is_a_clear_error(shards):

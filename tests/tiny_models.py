@@ -100,7 +100,8 @@ def log_tiny_model(folder: Path, model, optimizer, tokenizer: str, step: int, ex
 
     dist.init_process_group("gloo", init_method=f"file://{folder / 'rendezvous'}", rank=0, world_size=1)
     try:
-        checkpoint = save_checkpoint(str(folder / "checkpoints"), step, model, optimizer, {}, rank=0)
+        checkpoint = save_checkpoint(str(folder / "checkpoints"), step, model, optimizer, {}, rank=0,
+                                     layout={"pipeline_parallel": 1, "data_parallel": 1, "tensor_parallel": 1})
     finally:
         dist.destroy_process_group()
     client = mlflow.MlflowClient()

@@ -98,7 +98,7 @@ def _resume_weights_from(trainer, step: int) -> None:
         resumed = restore()
         if resumed is not None:
             load_checkpoint(checkpoint_folder(trainer.config.checkpoint.dir, step), trainer.model, trainer.optimizer,
-                            trainer.env.rank)
+                            trainer.env.rank, trainer.env.layout)
         return resumed
 
     trainer.checkpointer.restore = mismatched

@@ -5,6 +5,13 @@ A checkpoint is the folder `step-NNNNNN/`; it counts only once `complete` is wri
 after every rank has finished), so a run killed while saving resumes from the previous one. `complete` also
 records the model's shape: a checkpoint of another model, or one that cannot be read, is a `CheckpointError`
 naming the folder, never a silent fresh start.
+
+A checkpoint resumes under any layout (pipeline x data x tensor parallel ranks): DCP reshards the model's and the
+optimizer's tensors by parameter name (the optimizer's state is saved flattened, per parameter name, so a pipeline
+stage reads its parameters' share and a one-stage run reads them all), and `complete` records the layout saved
+under. A rank of the same layout reads its own file; under another layout every rank reads rank 0's, since what it
+holds is the same on every rank (the counter, the spike history and the scale come from reduced figures, the
+data position is the replicas' common step, which the data reader deals out anew: training/sequences.py).
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
 COMPLETE = "complete"
+OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
 MODEL_DEFAULTS = {"tie_embeddings": True}      # model fields a checkpoint saved before they existed lacks
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 
@@ -48,54 +56,60 @@ def checkpoint_folder(root: str, step: int) -> str:
     return os.path.join(root, f"step-{step:06d}")
 
 
-def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int,
-                    flat_optimizer: bool = False) -> str:
-    """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter).
-    `flat_optimizer`: the optimizer's settings saved per parameter name (pipeline stages: each rank's optimizer
-    has other parameters, and DCP keeps one copy of a key every rank saves, such as the unflattened param_groups)."""
+def save_checkpoint(root: str, step: int, model, optimizer, trainer_state: dict, rank: int, layout: dict) -> str:
+    """`trainer_state`: this rank's non-tensor state (data position, spike history, attempt counter). `layout`:
+    the run's ranks per dimension, {pipeline_parallel, data_parallel, tensor_parallel}."""
     folder = checkpoint_folder(root, step)
-    model_state, optimizer_state = get_state_dict(model, optimizer, options=_options(flat_optimizer))
+    model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=folder)
     torch.save({"step": step, "trainer": trainer_state, "rng": torch.get_rng_state()},
                os.path.join(folder, f"rank-{rank}.pt"))
     dist.barrier()
     if rank == 0:
         with open(os.path.join(folder, COMPLETE), "w") as handle:
-            json.dump({"step": step, "world_size": dist.get_world_size(), "model": model.config.to_dict()}, handle)
+            json.dump({"step": step, "world_size": dist.get_world_size(), "layout": layout,
+                       "model": model.config.to_dict()}, handle)
     dist.barrier()
     return folder
 
 
-def load_checkpoint(folder: str, model, optimizer, rank: int, flat_optimizer: bool = False) -> dict:
-    """Restore model and optimizer in place; returns this rank's {step, trainer, rng} (RNG already restored)."""
-    _check_same_model(folder, model.config.to_dict())
-    options = _options(flat_optimizer)
-    model_state, optimizer_state = get_state_dict(model, optimizer, options=options)
+def load_checkpoint(folder: str, model, optimizer, rank: int, layout: dict) -> dict:
+    """Restore model and optimizer in place, resharded to `layout` if it was saved under another; returns this
+    rank's {step, trainer, rng} (RNG already restored) and the `layout` it was saved under."""
+    marker = _marker(folder)
+    _check_same_model(folder, marker["model"], model.config.to_dict())
+    saved_layout = marker["layout"]
+    model_state, optimizer_state = get_state_dict(model, optimizer, options=OPTIONS)
     state = {"model": model_state, "optimizer": optimizer_state}
+    own_file = f"rank-{rank if saved_layout == layout else 0}.pt"
     try:
         dcp.load(state, checkpoint_id=folder)
         set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"],
-                       options=options)
+                       options=OPTIONS)
         # weights_only: the file holds only tensors, numbers, strings, lists and dicts; nothing is unpickled.
-        extra = torch.load(os.path.join(folder, f"rank-{rank}.pt"), weights_only=True)
+        extra = torch.load(os.path.join(folder, own_file), weights_only=True)
     except (Exception, CheckpointException) as error:      # DCP's exception is a BaseException
         raise CheckpointError(f"checkpoint {folder} cannot be read ({type(error).__name__}: {str(error)[:300]}); "
                               f"remove that folder to resume from the one before, or point checkpoint.dir at "
                               f"a new folder to start over") from error
     torch.set_rng_state(extra["rng"])
-    return extra
+    return extra | {"layout": saved_layout}
 
 
-def _options(flat_optimizer: bool) -> StateDictOptions:
-    return StateDictOptions(flatten_optimizer_state_dict=flat_optimizer)
-
-
-def _check_same_model(folder: str, model_config: dict) -> None:
+def _marker(folder: str) -> dict:
+    """The completion marker: the step, the layout and the model saved."""
     try:
         with open(os.path.join(folder, COMPLETE)) as handle:
-            saved = json.load(handle)["model"]
-    except (OSError, ValueError, KeyError) as error:
+            marker = json.load(handle)
+        missing = {"model", "layout"} - set(marker)
+    except (OSError, ValueError, TypeError) as error:
         raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker cannot be read ({error})") from error
+    if missing:
+        raise CheckpointError(f"checkpoint {folder}: its `{COMPLETE}` marker lacks {', '.join(sorted(missing))}")
+    return marker
+
+
+def _check_same_model(folder: str, saved: dict, model_config: dict) -> None:
     saved = {key: saved.get(key, MODEL_DEFAULTS.get(key)) for key in model_config}    # fields added since: defaults
     if saved != model_config:
         differing = sorted(key for key in model_config if saved[key] != model_config[key])

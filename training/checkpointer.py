@@ -38,9 +38,11 @@ class UpdateCounter:
 
 class Checkpointer:
     def __init__(self, spec: CheckpointSpec, model, optimizer, rank: int, counter: UpdateCounter,
-                 parts: dict[str, Stateful | None], flat_optimizer: bool = False):
-        """`flat_optimizer`: the optimizer's state saved per parameter name (training/checkpoint.py)."""
-        self.spec, self.rank, self.counter, self.flat_optimizer = spec, rank, counter, flat_optimizer
+                 parts: dict[str, Stateful | None], layout: dict):
+        """`layout`: this run's ranks per dimension (training.parallel.Distributed.layout); a checkpoint saved under
+        another is resharded to it (training/checkpoint.py)."""
+        self.spec, self.rank, self.counter, self.layout = spec, rank, counter, layout
+        self.restored_layout: dict | None = None      # the layout the checkpoint restored was saved under
         self.model, self.optimizer, self.parts = model, optimizer, {"counter": counter} | parts
 
     def is_due(self, last: bool) -> bool:
@@ -50,7 +52,7 @@ class Checkpointer:
         step = self.counter.step
         if self.is_due(last):
             states = {name: part.state_dict() if part is not None else None for name, part in self.parts.items()}
-            save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank, self.flat_optimizer)
+            save_checkpoint(self.spec.dir, step, self.model, self.optimizer, states, self.rank, self.layout)
 
     def restore(self) -> str | None:
         """Everything from the newest complete checkpoint, the counter's step included: its folder, or None for
@@ -58,11 +60,11 @@ class Checkpointer:
         folder = self.latest()
         if folder is None:
             return None
-        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.flat_optimizer)
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.layout)
         for name, part in self.parts.items():
             if part is not None:
                 part.load_state_dict(restored["trainer"][name])
-        self.counter.step = restored["step"]
+        self.counter.step, self.restored_layout = restored["step"], restored["layout"]
         return folder
 
     def rollback(self) -> str | None:
@@ -71,7 +73,7 @@ class Checkpointer:
         folder = self.latest()
         if folder is None:
             return None
-        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.flat_optimizer)
+        restored = load_checkpoint(folder, self.model, self.optimizer, self.rank, self.layout)
         self.counter.step = restored["step"]
         self.counter.rewind(restored["trainer"]["counter"])
         return folder

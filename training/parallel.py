@@ -44,6 +44,12 @@ class Distributed:
     def pipeline_parallel(self) -> int:
         return self.mesh["pp"].size()
 
+    @property
+    def layout(self) -> dict:
+        """The ranks per dimension, as a checkpoint records them."""
+        return {"pipeline_parallel": self.pipeline_parallel, "data_parallel": self.data_ranks,
+                "tensor_parallel": self.tensor_parallel}
+
 
 def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1) -> Distributed:
     """Join the process group torchrun describes in the environment (a single process works without torchrun), its

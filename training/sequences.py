@@ -17,8 +17,11 @@ Two orders (`data.order`):
   step: this couples an ablation's arms, and their paired difference loses the batch order's noise.
 
 The position is (epoch, step): `state_dict()` returns it with what it depends on, and `load_state_dict()`
-refuses a state from other shards, another seed, sequence length or rank layout. A restored reader continues
-exactly where the saved one was, however many times it is saved and restored.
+refuses a state from other shards, another seed or sequence length. A restored reader continues exactly where the
+saved one was, however many times it is saved and restored. A position saved by another number of ranks (a run
+resumed under another layout) is the same windows consumed (step x ranks, the ranks being in lockstep), dealt out
+anew: the ranks go on with the same windows of the epoch's order, and an update with the same number of sequences
+reads the same ones. Only the windows an epoch leaves out at its end (its last `windows % W`) follow the new layout.
 """
 from __future__ import annotations
 
@@ -76,13 +79,26 @@ class TokenSequences:
 
     def load_state_dict(self, state: dict) -> None:
         expected = self.state_dict()
-        for key in ("seed", "seq_len", "rank", "world_size", "shards", "order", "block"):
+        for key in ("seed", "seq_len", "shards", "order", "block"):
             if state[key] != expected[key]:
                 raise ValueError(f"data position saved with {key}={state[key]!r}, this reader has "
                                  f"{expected[key]!r}: it would not continue the same sequence")
-        if not 0 <= state["step"] <= self.windows_per_rank:
-            raise ValueError(f"saved step {state['step']} is outside this rank's {self.windows_per_rank} windows")
-        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        saved_ranks, saved_step = int(state["world_size"]), int(state["step"])
+        saved_per_rank = int(self._first_window[-1]) // saved_ranks
+        if not 0 <= saved_step <= saved_per_rank:
+            raise ValueError(f"saved step {saved_step} is outside a rank's {saved_per_rank} windows")
+        self.epoch, self.step = int(state["epoch"]), self._dealt_out(saved_step, saved_ranks, saved_per_rank)
+
+    def _dealt_out(self, saved_step: int, saved_ranks: int, saved_per_rank: int) -> int:
+        """This rank's step for the windows `saved_ranks` ranks had consumed at `saved_step` each."""
+        if saved_step == saved_per_rank:          # the epoch was done: the next read starts the next one
+            return self.windows_per_rank
+        consumed = saved_step * saved_ranks
+        if consumed % self.world_size or consumed // self.world_size > self.windows_per_rank:
+            raise ValueError(f"the data position of {saved_ranks} replicas after {saved_step} sequences each "
+                             f"({consumed} in all) cannot be dealt out to {self.world_size} replicas: resume with a "
+                             f"number of replicas that divides {consumed}")
+        return consumed // self.world_size
 
     def _next_window(self) -> np.ndarray:
         if self.step == self.windows_per_rank:

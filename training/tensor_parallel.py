@@ -10,7 +10,7 @@ own heads: they are in the plan as split along the head dimension, so that their
 the ranks' heads (left out, each rank would keep only its own heads' part, and their gradients would sit on another
 mesh than the rest).
 
-The embedding is split by vocabulary rows, and so is the tied output projection: the logits stay split by
+The embedding is split by vocabulary rows, and so is the output projection (tied, or untied): the logits stay split by
 vocabulary and the loss is torch's `loss_parallel` of them (its softmax reduced over the ranks' slices) instead of
 training/loss.py's chunked one, whose custom backward does not run on DTensors; each rank's logits are 1 /
 tensor_parallel of the whole, which is what the chunking saved on one rank."""
@@ -35,7 +35,8 @@ def parallelize(model: Transformer, mesh: DeviceMesh) -> Transformer:
         "final_norm": SequenceParallel(),
         "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False),
     })
-    model.output.weight = model.embedding.weight        # tied again: each was made a DTensor parameter of its own
+    if model.config.tie_embeddings:                 # tied again: each was made a DTensor parameter of its own
+        model.output.weight = model.embedding.weight
     for block in model.blocks:
         parallelize_module(block, mesh, {
             "attention_norm": SequenceParallel(),

@@ -89,7 +89,7 @@ class Trainer:
                                          {"data": self.data, "spikes": self.spikes, "noise": self.noise,
                                           "loss_scale": self.loss_scale,
                                           "ramp": self.ramp if config.batch_ramp.schedule == "noise_scale" else None},
-                                         flat_optimizer=self.pipeline is not None)
+                                         env.layout)
         self.full_update_tokens = self.micro_sequences * model_spec.seq_len * config.grad_accumulation
         self.total_tokens = self.total_steps * self.full_update_tokens   # a ramped run: more, smaller updates
         self.timer = StepTimer(env.device)
@@ -117,7 +117,9 @@ class Trainer:
 
     def resume(self) -> None:
         if resumed := self.checkpointer.restore():
-            self.echo({"event": "resumed", "checkpoint": resumed, "step": self.counter.step})
+            saved = self.checkpointer.restored_layout
+            self.echo({"event": "resumed", "checkpoint": resumed, "step": self.counter.step}
+                      | ({"resharded_from": saved} if saved != self.env.layout else {}))
             self.logger.metrics(self.counter.step, {RESUME_METRIC: self.counter.step})       # for `sluice doctor`
 
     def train_step(self) -> dict | None:
