@@ -114,9 +114,8 @@ class HardwareSpec(StrictModel):
             raise ValueError(f"hardware.compile with hardware.tensor_parallel ({self.tensor_parallel}) is not "
                              f"supported yet: compiled, the tensor-parallel blocks gave wrong gradients (torch 2.13, "
                              f"CPU)")
-        if self.pipeline_parallel > 1 and (self.compile or self.tensor_parallel > 1):
-            raise ValueError(f"hardware.pipeline_parallel ({self.pipeline_parallel}) with "
-                             f"{'hardware.compile' if self.compile else 'hardware.tensor_parallel'} is not "
+        if self.pipeline_parallel > 1 and self.compile:
+            raise ValueError(f"hardware.pipeline_parallel ({self.pipeline_parallel}) with hardware.compile is not "
                              f"supported yet (not tested together)")
         if self.pipeline_parallel > 1 and self.pipeline_schedule == "zero_bubble":
             raise ValueError(f"hardware.pipeline_schedule zero_bubble with hardware.pipeline_parallel "

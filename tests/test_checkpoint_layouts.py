@@ -1,6 +1,7 @@
-"""A checkpoint resumes under another layout, for real: one run of 8 steps passes through four layouts (4 replicas;
-2 replicas x 2 tensor-parallel ranks; 2 pipeline stages x 2 replicas; one process), each resuming the checkpoint the
-one before saved, and trains to the losses and weights of one process that ran straight through."""
+"""A checkpoint resumes under another layout, for real: one run of 10 steps passes through five layouts (4 replicas;
+2 replicas x 2 tensor-parallel ranks; 2 pipeline stages x 2 replicas; 2 stages x 2 tensor-parallel ranks; one
+process), each resuming the checkpoint the one before saved, and trains to the losses and weights of one process that
+ran straight through."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,17 +13,19 @@ from torchrun_training import training_config, training_records
 from training.consolidated import consolidated_weights
 
 SEQUENCES = 8           # per update, in every layout
+STEPS = 10
 LAYOUTS = [             # (ranks, hardware, steps it trains to)
     (4, {"data_parallel": 4}, 2),
     (4, {"data_parallel": 2, "tensor_parallel": 2}, 4),
     (4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 2}, 6),
-    (1, {}, 8),
+    (4, {"pipeline_parallel": 2, "tensor_parallel": 2, "microbatches": 2}, 8),
+    (1, {}, 10),
 ]
 
 
 def _config(tmp_path: Path, shards: list[str], name: str, hardware: dict, checkpoints: Path) -> str:
     replicas = hardware.get("data_parallel", 1)
-    return training_config(tmp_path, shards, name, hardware, micro_batch_size=SEQUENCES // replicas, steps=8,
+    return training_config(tmp_path, shards, name, hardware, micro_batch_size=SEQUENCES // replicas, steps=STEPS,
                            model={"preset": "tiny", "tie_embeddings": False},
                            checkpoint={"dir": str(checkpoints), "every": 2})
 
@@ -40,21 +43,22 @@ def test_a_run_resumed_under_each_other_layout_trains_as_one_process(byte_shards
     relayed, layouts = [], []
     for index, (ranks, hardware, stop) in enumerate(LAYOUTS):
         config = _config(tmp_path, byte_shards, f"layout-{index}", hardware, tmp_path / "relay")
-        records = training_records(config, ranks, *(["--stop-after", str(stop)] if stop < 8 else []))
+        records = training_records(config, ranks, *(["--stop-after", str(stop)] if stop < STEPS else []))
         relayed += _steps(records)
         layouts += [record.get("resharded_from") for record in records if record.get("event") == "resumed"]
     assert _steps(straight)[-1]["loss"] < _steps(straight)[0]["loss"] - 0.1                # it trained
-    assert [record["step"] for record in relayed] == list(range(1, 9))
+    assert [record["step"] for record in relayed] == list(range(1, STEPS + 1))
     assert layouts == [{"pipeline_parallel": 1, "data_parallel": 4, "tensor_parallel": 1},
                        {"pipeline_parallel": 1, "data_parallel": 2, "tensor_parallel": 2},
-                       {"pipeline_parallel": 2, "data_parallel": 2, "tensor_parallel": 1}]
+                       {"pipeline_parallel": 2, "data_parallel": 2, "tensor_parallel": 1},
+                       {"pipeline_parallel": 2, "data_parallel": 1, "tensor_parallel": 2}]
     for key in ("loss", "grad_norm"):
         assert [record[key] for record in relayed] == pytest.approx([record[key] for record in _steps(straight)],
                                                                      rel=1e-4)
     evaluations = [next(record["val_loss"] for record in run if record.get("event") == "eval")
                    for run in (straight, records)]
     assert evaluations[1] == pytest.approx(evaluations[0], rel=1e-4)
-    weights = [torch.load(consolidated_weights(str(tmp_path / name / "step-000008"), str(tmp_path / f"{name}.pt")))
+    weights = [torch.load(consolidated_weights(str(tmp_path / name / f"step-{STEPS:06d}"), str(tmp_path / f"{name}.pt")))
                for name in ("straight", "relay")]
     assert weights[0].keys() == weights[1].keys()
     for name, weight in weights[0].items():

@@ -102,8 +102,6 @@ def _hardware(**fields) -> dict:
     ({"model": {"preset": "tiny"}, "hardware": {"pipeline_parallel": 2}}, r"model.tie_embeddings \(true\)"),
     (_hardware(pipeline_parallel=2) | {"grad_accumulation": 2}, r"grad_accumulation \(2\) under"),
     (_hardware(pipeline_parallel=2, dtype="fp16"), "hardware.dtype fp16 under hardware.pipeline_parallel"),
-    (_hardware(pipeline_parallel=2, tensor_parallel=2), r"hardware.pipeline_parallel \(2\) with "
-                                                        r"hardware.tensor_parallel is not supported"),
     (_hardware(pipeline_parallel=2, compile=True), r"hardware.pipeline_parallel \(2\) with hardware.compile"),
 ])
 def test_layouts_the_pipeline_cannot_run_are_refused_naming_the_field(config, named):
@@ -117,3 +115,6 @@ def test_the_run_has_pipeline_times_data_times_tensor_parallel_ranks():
     hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b",
                                                        microbatches=4)).hardware
     assert (hardware.ranks, hardware.pipeline_stages, hardware.stages_per_rank) == (2, 4, 2)
+    hardware = TrainingConfig.model_validate(_hardware(pipeline_parallel=2, data_parallel=2,
+                                                       tensor_parallel=2)).hardware
+    assert (hardware.ranks, hardware.pipeline_stages) == (8, 2)

@@ -15,11 +15,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+from torch.distributed.tensor import DTensor
 
 from configs.training import HardwareSpec
 from training.loss import loss_function
 from training.model import Transformer, readout
 from training.parallel import Distributed, shard_model
+from training.tensor_parallel import loss_context
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B, "interleaved_1f1b": ScheduleInterleaved1F1B}
 # zero_bubble is refused by the config: under FSDP2 the zero-bubble schedules gave other gradients than one process
@@ -61,9 +63,14 @@ class PipelineLoss:
         self.z_loss, self.cross_entropies = z_loss, []
 
     def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        loss, cross_entropy = loss_function(logits, targets, self.z_loss)
+        loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
         return loss
+
+
+def _local(value: torch.Tensor) -> torch.Tensor:
+    """A loss of tensor-parallel logits is a replicated DTensor: every rank's own copy."""
+    return value.to_local() if isinstance(value, DTensor) else value
 
 
 class Pipeline:
@@ -92,6 +99,7 @@ class Pipeline:
         self.schedule = schedule(pipeline_stages if len(pipeline_stages) > 1 else pipeline_stages[0],
                                  n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss)
         self.device, self.microbatches = env.device, hardware.pipeline_microbatches
+        self.tensor_parallel = env.tensor_parallel
 
     def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Forward and backward passes of one batch's micro-batches, the gradients accumulated (averaged over the
@@ -107,7 +115,8 @@ class Pipeline:
 
     def _run(self, run, inputs: torch.Tensor, targets: torch.Tensor) -> None:
         self.loss.cross_entropies = []
-        run(*((inputs,) if self.first else ()), **({"target": targets} if self.last else {}))
+        with loss_context(self.tensor_parallel):
+            run(*((inputs,) if self.first else ()), **({"target": targets} if self.last else {}))
 
     def _mean_cross_entropy(self) -> torch.Tensor:
         """Of the batch's micro-batches: the last ones the loss saw (the schedule's set-up, at the first step and

@@ -63,14 +63,14 @@ class Trainer:
         self.counter = UpdateCounter()
         self.data = training_batches(config, env, model_spec)
         model = Transformer(model_spec).to(env.device)
+        if env.tensor_parallel > 1:
+            model = parallelize(model, env.mesh["tp"])
         compute_dtype = COMPUTE_DTYPES.get(config.hardware.dtype)
         self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype) \
             if env.pipeline_parallel > 1 else None
         if self.pipeline:
             self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
         else:
-            if env.tensor_parallel > 1:
-                model = parallelize(model, env.mesh["tp"])
             self.model = shard_model(model, env.device, compute_dtype,      # on CPU too
                                      activation_checkpointing=config.hardware.activation_checkpointing,
                                      compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
@@ -171,8 +171,11 @@ class Trainer:
         unsharded gradients; and the parameters gathered for a backward pass stay gathered for the next
         micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating). Under
         pipeline parallelism the schedule's micro-batches of one batch are the accumulation."""
-        with loss_context(self.env.tensor_parallel):
-            losses = [self.pipeline.step(*self.data.next_batch())] if self.pipeline else self.accumulate(accumulation)
+        if self.pipeline:
+            losses = [self.pipeline.step(*self.data.next_batch())]
+        else:
+            with loss_context(self.env.tensor_parallel):
+                losses = self.accumulate(accumulation)
         if self.loss_scale:
             self.loss_scale.unscale(self.optimizer)
         grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf,
