@@ -47,6 +47,8 @@ class ModelSpec(StrictModel):
         return MODEL_PRESETS[self.preset] | {key: value for key, value in self.model_dump().items()
                                              if key != "preset" and value is not None}
 
+INTERLEAVED = ("interleaved_1f1b", "zero_bubble")       # pipeline schedules running two stages per rank
+
 
 class HardwareSpec(StrictModel):
     device: Literal["cpu", "h100", "h200", "a100-40gb", "a100-80gb"] = "cpu"
@@ -77,8 +79,9 @@ class HardwareSpec(StrictModel):
         "pipeline stages the layers are split over (training/pipeline_parallel.py), the outermost dimension of the "
         "ranks: the run has pipeline_parallel x data_parallel x tensor_parallel ranks"))
     pipeline_schedule: Literal["gpipe", "1f1b", "interleaved_1f1b", "zero_bubble"] = Field("1f1b", description=(
-        "torch.distributed.pipelining's GPipe, 1F1B or Interleaved1F1B (two stages per rank); zero_bubble "
-        "is refused for now: under FSDP2 its zero-bubble schedules gave other gradients than one process"))
+        "torch.distributed.pipelining's GPipe, 1F1B, Interleaved1F1B or InterleavedZeroBubble (Qi et al. 2024: "
+        "the backward split into its input and weight passes, the weight passes filling the bubble); the last two "
+        "run two stages per rank"))
     microbatches: int | None = Field(None, ge=1, description=(
         "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); they "
         "are the update's gradient accumulation"))
@@ -93,7 +96,7 @@ class HardwareSpec(StrictModel):
 
     @property
     def stages_per_rank(self) -> int:
-        return 2 if self.pipeline_schedule == "interleaved_1f1b" else 1
+        return 2 if self.pipeline_schedule in INTERLEAVED else 1
 
     @property
     def pipeline_stages(self) -> int:
@@ -117,11 +120,6 @@ class HardwareSpec(StrictModel):
         if self.pipeline_parallel > 1 and self.compile:
             raise ValueError(f"hardware.pipeline_parallel ({self.pipeline_parallel}) with hardware.compile is not "
                              f"supported yet (not tested together)")
-        if self.pipeline_parallel > 1 and self.pipeline_schedule == "zero_bubble":
-            raise ValueError(f"hardware.pipeline_schedule zero_bubble with hardware.pipeline_parallel "
-                             f"({self.pipeline_parallel}) is not supported yet: with its split backward both "
-                             f"ScheduleZBVZeroBubble and ScheduleInterleavedZeroBubble gave gradients other than one "
-                             f"process's under FSDP2 (torch 2.13, CPU); use interleaved_1f1b")
         return self
 
 
@@ -276,9 +274,9 @@ def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
                             f"(hardware.pipeline_parallel {hardware.pipeline_parallel} x {hardware.stages_per_rank} "
                             f"per rank under {hardware.pipeline_schedule})"),
         (microbatches < stages, f"hardware.microbatches ({microbatches}) fewer than the {stages} pipeline stages"),
-        (hardware.pipeline_schedule == "interleaved_1f1b" and microbatches % hardware.pipeline_parallel,
+        (hardware.pipeline_schedule in INTERLEAVED and microbatches % hardware.pipeline_parallel,
          f"hardware.microbatches ({microbatches}) not a multiple of hardware.pipeline_parallel "
-         f"({hardware.pipeline_parallel}) under interleaved_1f1b"),
+         f"({hardware.pipeline_parallel}) under {hardware.pipeline_schedule}"),
         (config.micro_batch_size % microbatches, f"micro_batch_size ({config.micro_batch_size}) not divisible by "
                                                  f"hardware.microbatches ({microbatches})"),
         (config.model.tie_embeddings, "model.tie_embeddings (true) under hardware.pipeline_parallel "

@@ -41,6 +41,7 @@ def alone(byte_shards, tmp_path_factory) -> tuple[list[dict], dict[str, torch.Te
     ("gpipe", 2, {"pipeline_parallel": 2, "microbatches": 4}),
     ("interleaved_1f1b", 2, {"pipeline_parallel": 2, "microbatches": 4}),
     ("1f1b", 4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 2}),
+    ("zero_bubble", 4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 4}),
 ])
 def test_pipeline_stages_train_as_one_process(alone, byte_shards, tmp_path, schedule, ranks, hardware):
     """The same 8 sequences per update (per replica 8 / data_parallel), split into the pipeline's micro-batches:
@@ -94,11 +95,11 @@ def _hardware(**fields) -> dict:
     (_hardware(pipeline_parallel=3), r"model.n_layers \(4\) not divisible into 3 pipeline stages"),
     (_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b"),
      r"hardware.microbatches \(2\) fewer than the 4 pipeline stages"),
-    (_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble", microbatches=4),
-     "hardware.pipeline_schedule zero_bubble with hardware.pipeline_parallel"),
     (_hardware(pipeline_parallel=2, microbatches=3), r"micro_batch_size \(8\) not divisible by hardware.microbatches"),
     (_hardware(pipeline_parallel=2, pipeline_schedule="interleaved_1f1b", microbatches=5),
-     r"hardware.microbatches \(5\) not a multiple of hardware.pipeline_parallel \(2\)"),
+     r"hardware.microbatches \(5\) not a multiple of hardware.pipeline_parallel \(2\) under interleaved_1f1b"),
+    (_hardware(pipeline_parallel=2, pipeline_schedule="zero_bubble", microbatches=5),
+     r"hardware.microbatches \(5\) not a multiple of hardware.pipeline_parallel \(2\) under zero_bubble"),
     ({"model": {"preset": "tiny"}, "hardware": {"pipeline_parallel": 2}}, r"model.tie_embeddings \(true\)"),
     (_hardware(pipeline_parallel=2) | {"grad_accumulation": 2}, r"grad_accumulation \(2\) under"),
     (_hardware(pipeline_parallel=2, dtype="fp16"), "hardware.dtype fp16 under hardware.pipeline_parallel"),

@@ -76,6 +76,9 @@ def test_pipeline_bubble_and_a_run_that_does_not_fit():
     interleaved = config.hardware.model_copy(update={"pipeline_schedule": "interleaved_1f1b"})
     assert plan(config.model_copy(update={"hardware": interleaved}))["pipeline_bubble_fraction"] == \
         pytest.approx(3 / 27, abs=1e-4)
+    zero_bubble = config.hardware.model_copy(update={"pipeline_schedule": "zero_bubble"})
+    assert plan(config.model_copy(update={"hardware": zero_bubble}))["pipeline_bubble_fraction"] == \
+        pytest.approx(3 / 75, abs=1e-4)
     assert figures["expected_wall_hours"] is not None
     with pytest.raises(PlanRefused, match="exceeds the device's 40 GB"):
         check_fits(figures)

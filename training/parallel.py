@@ -77,13 +77,14 @@ def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1) -> Di
 
 def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: torch.dtype | None,
                 activation_checkpointing: bool = False, compile_scope: str | None = None,
-                mesh: DeviceMesh | None = None) -> torch.nn.Module:
+                mesh: DeviceMesh | None = None, reshard_after_forward: bool = True) -> torch.nn.Module:
     """fully_shard every transformer block, then the root (embedding, final norm), over `mesh` (the data-parallel
     ranks; default: all). Mixed precision (a 16-bit `compute_dtype`) keeps fp32 master weights and reduces
     gradients in fp32. Activation checkpointing recomputes each block's activations in the backward pass.
     `compile_scope` "blocks" compiles each block before sharding (as torchtitan), "model" the whole sharded model;
     compiling in place keeps parameter names, and so checkpoints. Either compiles the loss's chunk arithmetic too
-    (training.loss)."""
+    (training.loss). `reshard_after_forward` False keeps the gathered parameters from the forward pass to the
+    backward (pipeline stages: training/pipeline_parallel.py)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -95,8 +96,8 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
         if compile_scope == "blocks":
             block.compile()
         setattr(model.blocks, name, block)
-        fully_shard(block, mesh=mesh, mp_policy=policy)
-    fully_shard(model, mesh=mesh, mp_policy=policy)
+        fully_shard(block, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
     model.compile_loss = compile_scope is not None
     if compile_scope == "model":
         model.compile()

@@ -13,8 +13,8 @@ Formulas, and where they come from:
   (tensor_parallel x pipeline_parallel); a pipeline's micro-batches are its accumulation (the stages reduce once).
 - Activations per rank under a layout (`in_flight`): a pipeline rank holds its n_layers / pipeline_parallel layers'
   activations for each micro-batch in flight, of micro_batch_size / microbatches sequences: GPipe all m, 1F1B at
-  most p on the first rank (which holds the most), interleaved 1F1B p + (p - 1) / v of its layers' share (Narayanan
-  et al. 2021, its first rank's warm-up), each at most m; plus one micro-batch's loss (on the last rank: an upper
+  most p on the first rank (which holds the most), interleaved 1F1B and zero bubble p + (p - 1) / v of its layers'
+  share (Narayanan et al. 2021, its first rank's warm-up), each at most m; plus one micro-batch's loss (on the last rank: an upper
   bound for every rank). Tensor parallelism with sequence parallelism divides every activation by tensor_parallel.
 - Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
   tensors (`layer_bytes_per_element`: eager 54 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
@@ -23,7 +23,8 @@ Formulas, and where they come from:
   (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
   held).
 - Pipeline bubble (GPipe / 1F1B) = (p - 1) / (m + p - 1) for p ranks and m micro-batches; with v stages per rank
-  (interleaved 1F1B, Narayanan et al. 2021) (p - 1) / (v m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
+  (interleaved 1F1B, Narayanan et al. 2021) (p - 1) / (v m + p - 1); zero bubble (Qi et al. 2024, the backward
+  split into input and weight passes as long as the forward) (p - 1) / (3 v m + p - 1). Ring all-reduce = 2 (n - 1) / n * gradient bytes /
   bandwidth. Checkpoint = fp32 parameters + Adam m and v = 12 bytes per parameter.
 - Chinchilla (Hoffmann et al. 2022): C = 6 N D with D = 20 N, so N_opt = sqrt(C / 120).
 - With inference tokens T: the N and D that reach the run's loss under a scaling law L(N, D) with the fewest
@@ -96,7 +97,8 @@ def activation_bytes(model: ModelConfig, micro_batch: int, dtype: str, checkpoin
 def in_flight(hardware: HardwareSpec) -> float:
     """Micro-batches whose activations the first pipeline rank holds at once, counted over its layers."""
     ranks, microbatches = hardware.pipeline_parallel, hardware.pipeline_microbatches
-    held = {"gpipe": microbatches, "1f1b": ranks, "interleaved_1f1b": ranks + (ranks - 1) / hardware.stages_per_rank}
+    interleaved = ranks + (ranks - 1) / hardware.stages_per_rank
+    held = {"gpipe": microbatches, "1f1b": ranks, "interleaved_1f1b": interleaved, "zero_bubble": interleaved}
     return min(held.get(hardware.pipeline_schedule, ranks), microbatches)
 
 
@@ -120,9 +122,12 @@ def loss_bytes(model: ModelConfig, micro_batch: float, scale: int) -> tuple[floa
         rows * model.d_model * 2 * scale + model.vocab_size * model.d_model * (4 + 2 * scale)
 
 
-def pipeline_bubble(ranks: int, microbatches: int, stages_per_rank: int) -> float:
-    """The idle share of a pipeline's ranks in one update."""
-    return round((ranks - 1) / (stages_per_rank * microbatches + ranks - 1), 4)
+def pipeline_bubble(hardware: HardwareSpec) -> float:
+    """The idle share of a pipeline's ranks in one update. Zero bubble counts its forward, input-gradient and
+    weight-gradient passes as equally long (Qi et al. 2024's analysis), a weight pass filling each third."""
+    ranks, stages_per_rank = hardware.pipeline_parallel, hardware.stages_per_rank
+    passes = 3 if hardware.pipeline_schedule == "zero_bubble" else 1
+    return round((ranks - 1) / (passes * stages_per_rank * hardware.pipeline_microbatches + ranks - 1), 4)
 
 
 def plan(config: TrainingConfig, inference_tokens: float | None = None, law: ScalingLaw = CHINCHILLA,
@@ -161,8 +166,7 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
         "tokens_per_parameter": round(tokens / n_params, 2),
         "memory_gb_per_rank": memory, "planned_memory_gb_per_rank": planned_gb,
         "device_memory_gb": DEVICE_MEMORY_GB.get(hardware.device),
-        "pipeline_bubble_fraction": pipeline_bubble(hardware.pipeline_parallel, hardware.pipeline_microbatches,
-                                                    hardware.stages_per_rank),
+        "pipeline_bubble_fraction": pipeline_bubble(hardware),
         "allreduce_seconds_per_update": round(allreduce_seconds, 4),
         "checkpoint_gb": round(checkpoint_bytes / GB, 3),
         "checkpoint_write_seconds": round(checkpoint_bytes / (hardware.checkpoint_write_gb_per_s * GB), 2),
