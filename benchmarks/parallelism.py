@@ -50,6 +50,8 @@ LAYOUTS = {
     "pp4_gpipe": {"pipeline_parallel": 4, "pipeline_schedule": "gpipe"},
     "pp4_1f1b": {"pipeline_parallel": 4, "pipeline_schedule": "1f1b"},
     "pp4_interleaved_1f1b": {"pipeline_parallel": 4, "pipeline_schedule": "interleaved_1f1b"},
+    "pp4_zero_bubble": {"pipeline_parallel": 4, "pipeline_schedule": "zero_bubble"},
+    "pp2_tp2_1f1b": {"pipeline_parallel": 2, "tensor_parallel": 2, "pipeline_schedule": "1f1b"},
 }
 GOALS = {"bubble_points": 5.0, "memory_ratio": 0.15}      # the issue's: within 5 points, within 15%
 MALLOC_MMAP_THRESHOLD = "65536"
@@ -190,6 +192,7 @@ def instrument(trainer) -> None:
         for stage in getattr(schedule, "_stages", None) or [schedule._stage]:
             stage.forward_one_chunk = timer.busy_in(stage.forward_one_chunk)
             stage.backward_one_chunk = timer.busy_in(stage.backward_one_chunk)
+            stage.backward_weight_one_chunk = timer.busy_in(stage.backward_weight_one_chunk)    # zero bubble's
         schedule._maybe_compute_loss = timer.busy_in(schedule._maybe_compute_loss)
     else:
         trainer.accumulate = timer.busy_in(trainer.accumulate)
