@@ -285,8 +285,6 @@ def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
         (config.grad_accumulation > 1, f"grad_accumulation ({config.grad_accumulation}) under "
                                        f"hardware.pipeline_parallel: the pipeline's hardware.microbatches are the "
                                        f"update's accumulation; give micro_batch_size the whole batch"),
-        (hardware.dtype == "fp16", "hardware.dtype fp16 under hardware.pipeline_parallel is not supported yet (the "
-                                   "loss scale is not applied in the pipeline's loss)"),
         (config.batch_ramp.schedule != "none", f"batch_ramp.schedule ({config.batch_ramp.schedule}) under "
                                                f"hardware.pipeline_parallel is not supported yet"),
         (config.eval.suite is not None, "eval.suite under hardware.pipeline_parallel is not supported yet (the "

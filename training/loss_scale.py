@@ -15,7 +15,8 @@ from training.doctor import SCALE_METRIC, SKIPPED_METRIC
 class LossScale:
     def __init__(self, device: torch.device, initial: float):
         self.scaler = ShardedGradScaler(device=device.type, init_scale=initial)
-        self.skipped = 0
+        self.scaler.scale(torch.zeros((), device=device))   # makes the scale now: a pipeline rank without the loss
+        self.skipped = 0                                    # never scales one, yet unscales and steps
 
     def scaled(self, loss: torch.Tensor) -> torch.Tensor:
         return self.scaler.scale(loss)

@@ -28,6 +28,7 @@ from torch.distributed.tensor import DTensor
 
 from configs.training import INTERLEAVED, HardwareSpec
 from training.loss import loss_function
+from training.loss_scale import LossScale
 from training.model import Transformer, readout
 from training.parallel import Distributed, shard_model
 from training.tensor_parallel import loss_context
@@ -66,15 +67,16 @@ def stage_indices(rank: int, ranks: int, schedule: str) -> list[int]:
 
 
 class PipelineLoss:
-    """The schedule's loss_fn: each micro-batch's training loss, its cross-entropy kept for the log."""
+    """The schedule's loss_fn: each micro-batch's training loss (times fp16's loss scale: the backward pass starts
+    from it), its cross-entropy kept for the log."""
 
-    def __init__(self, z_loss: float):
-        self.z_loss, self.cross_entropies = z_loss, []
+    def __init__(self, z_loss: float, loss_scale: LossScale | None):
+        self.z_loss, self.loss_scale, self.cross_entropies = z_loss, loss_scale, []
 
     def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
-        return loss
+        return self.loss_scale.scaled(loss) if self.loss_scale else loss
 
 
 def _local(value: torch.Tensor) -> torch.Tensor:
@@ -87,7 +89,7 @@ class Pipeline:
     `module` holds every parameter this rank trains (for the optimizer, the gradient clip and the checkpoint)."""
 
     def __init__(self, model: Transformer, env: Distributed, hardware: HardwareSpec, z_loss: float,
-                 compute_dtype: torch.dtype | None):
+                 compute_dtype: torch.dtype | None, loss_scale: LossScale | None):
         mesh = env.mesh["pp"]
         self.group, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
         stages = hardware.pipeline_stages
@@ -104,7 +106,7 @@ class Pipeline:
         self.last_rank = ranks - 1          # the last stage's, under each schedule
         pipeline_stages = [PipelineStage(module, index, stages, env.device, group=self.group)
                            for module, index in zip(modules, indices)]
-        self.loss = PipelineLoss(z_loss)
+        self.loss = PipelineLoss(z_loss, loss_scale)
         schedule = SCHEDULES[hardware.pipeline_schedule]
         self.schedule = schedule(pipeline_stages if len(pipeline_stages) > 1 else pipeline_stages[0],
                                  n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss)

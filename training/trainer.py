@@ -66,8 +66,10 @@ class Trainer:
         if env.tensor_parallel > 1:
             model = parallelize(model, env.mesh["tp"])
         compute_dtype = COMPUTE_DTYPES.get(config.hardware.dtype)
-        self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype) \
-            if env.pipeline_parallel > 1 else None
+        self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
+            else None
+        self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype,
+                                 self.loss_scale) if env.pipeline_parallel > 1 else None
         if self.pipeline:
             self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
         else:
@@ -76,8 +78,6 @@ class Trainer:
                                      compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
                                      mesh=env.mesh["dp"])
         self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
-        self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
-            else None
         self.spikes = SpikeDetector(config.spikes)
         self.micro_sequences = config.micro_batch_size * env.data_ranks
         self.ramp = BatchRamp(config.batch_ramp, config.grad_accumulation, self.micro_sequences, model_spec.seq_len)
