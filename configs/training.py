@@ -47,6 +47,7 @@ class ModelSpec(StrictModel):
         return MODEL_PRESETS[self.preset] | {key: value for key, value in self.model_dump().items()
                                              if key != "preset" and value is not None}
 
+
 INTERLEAVED = ("interleaved_1f1b", "zero_bubble")       # pipeline schedules running two stages per rank
 
 

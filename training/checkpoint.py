@@ -27,7 +27,6 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_
 
 COMPLETE = "complete"
 OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
-MODEL_DEFAULTS = {"tie_embeddings": True}      # model fields a checkpoint saved before they existed lacks
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 
 
@@ -110,9 +109,8 @@ def _marker(folder: str) -> dict:
 
 
 def _check_same_model(folder: str, saved: dict, model_config: dict) -> None:
-    saved = {key: saved.get(key, MODEL_DEFAULTS.get(key)) for key in model_config}    # fields added since: defaults
-    if saved != model_config:
-        differing = sorted(key for key in model_config if saved[key] != model_config[key])
+    differing = sorted(key for key in model_config if saved.get(key) != model_config[key])
+    if differing:
         raise CheckpointError(f"checkpoint {folder} is of another model (differs in {', '.join(differing)}: "
                               f"saved {({k: saved.get(k) for k in differing})}, configured "
                               f"{({k: model_config[k] for k in differing})}); use a new checkpoint.dir for a new model")
