@@ -288,8 +288,6 @@ def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
                                        f"update's accumulation; give micro_batch_size the whole batch"),
         (config.batch_ramp.schedule != "none", f"batch_ramp.schedule ({config.batch_ramp.schedule}) under "
                                                f"hardware.pipeline_parallel is not supported yet"),
-        (config.eval.suite is not None, "eval.suite under hardware.pipeline_parallel is not supported yet (the "
-                                        "suite's bits per byte read whole logits)"),
     ]
     refused = [message for failed, message in refusals if failed]
     if refused:

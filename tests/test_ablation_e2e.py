@@ -147,7 +147,7 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
     """Loaded by URI in this one process, the model scores the suite to the bits per byte its run logged (there on
     FSDP ranks), and `sluice sample` continues a prompt with it."""
     from configs.tokenizer import EOS_ID
-    from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+    from training.exact_bpb import bits_per_byte_by_domain, load_suite, model_window_nll, suite_nll
     from flows.logged_model import load_language_model
 
     first, _, _ = ablation_runs
@@ -162,7 +162,8 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
     loaded = load_language_model(uri)
     seq_len = loaded.model.config.seq_len
     suite = load_suite(run.data.params["eval.suite"], run.data.params["data.tokenizer"], EOS_ID, seq_len)
-    scores = bits_per_byte_by_domain(suite_nll(loaded.model, suite, seq_len, 4, 0, 1, torch.device("cpu")), suite)
+    nll = suite_nll(model_window_nll(loaded.model), suite, seq_len, 4, 0, 1, torch.device("cpu"))
+    scores = bits_per_byte_by_domain(nll, suite)
     assert scores["macro"] == pytest.approx(run.data.metrics["suite_bpb/macro"], abs=1e-4)
 
     sampled = subprocess.run([sys.executable, "-m", "flows.cli", "sample", uri, "The", "--new-tokens", "8"],

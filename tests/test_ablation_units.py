@@ -21,7 +21,7 @@ from tasks.evaluation.decontaminate import DecontaminateJob, decontaminate_shard
 from tasks.evaluation.ngrams import NgramSet, ngram_hashes
 from tasks.evaluation.suite import build_suite, read_suite
 from tasks.quality.reference import without_heldout
-from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, suite_nll
+from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, model_window_nll, suite_nll
 from training.model import ModelConfig, Transformer
 
 SPEECH = "reference/speeches_nltk/inaugural/2005-Bush.txt"
@@ -104,7 +104,8 @@ def test_exact_bits_per_byte_agrees_with_a_hand_computation():
     encode = lambda text: list(text.encode("utf-8"))          # bytes as tokens: easy to count by hand
     documents = [{"domain": name, "text": text} for name, text in texts.items()]
     suite = SuiteTokens.from_documents(documents, encode, eos, seq_len)
-    nll = suite_nll(model, suite, seq_len, batch_size=3, rank=0, world_size=1, device=torch.device("cpu"))
+    nll = suite_nll(model_window_nll(model), suite, seq_len, batch_size=3, rank=0, world_size=1,
+                    device=torch.device("cpu"))
     expected = {}
     for name, text in texts.items():               # every token once, conditioned on its window's start
         sequence = [eos, *encode(text)]

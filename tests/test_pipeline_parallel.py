@@ -3,6 +3,7 @@ to the losses, gradient norms, validation loss and final weights of one process,
 resumes exactly; layouts the pipeline cannot run are refused when the config is read, naming the field."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,31 @@ def test_fp16_pipeline_stages_skip_the_overflowing_steps_together(byte_shards, t
         assert [record[key] for record in piped] == [record[key] for record in alone]
     assert [record["loss"] for record in piped] == pytest.approx([record["loss"] for record in alone], rel=1e-4)
     assert alone[-1]["loss"] < alone[0]["loss"] - 0.1                                    # it trained
+
+@pytest.mark.slow
+def test_the_evaluation_suite_scores_pipeline_stages_as_one_process(byte_shards, data_dir, tmp_path):
+    """The suite's bits per byte (each window's NLL summed on the last stage, broadcast over the pipeline) at the
+    last step of a 2-stage run equal one process's; the suite is two speeches in a SentencePiece tokenizer's ids."""
+    import sentencepiece as spm
+
+    speeches = data_dir / "reference" / "speeches_nltk" / "inaugural"
+    spm.SentencePieceTrainer.train(input=str(speeches / "1789-Washington.txt"), model_prefix=str(tmp_path / "spm"),
+                                   vocab_size=400, unk_id=0, bos_id=1, eos_id=2, pad_id=3, byte_fallback=True)
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"domain": domain, "name": name, "text": (speeches / name).read_text()[:3000]})
+                             + "\n" for domain, name in [("old", "1797-Adams.txt"), ("new", "1961-Kennedy.txt")]))
+
+    def scores(name: str, ranks: int, **hardware) -> dict[str, float]:
+        config = training_config(tmp_path, byte_shards, name, hardware, model=MODEL, steps=2,
+                                 eval={"every": 2, "batches": 1, "suite": str(suite)},
+                                 data={"train": byte_shards[:3], "validation": byte_shards[3:], "seed": 0,
+                                       "bytes_per_token": 1.0, "tokenizer": str(tmp_path / "spm.model")})
+        evaluation = next(record for record in training_records(config, ranks) if record.get("event") == "eval")
+        return {key: value for key, value in evaluation.items() if key.startswith("suite_bpb/")}
+
+    alone, piped = scores("alone-suite", 1), scores("piped-suite", 2, pipeline_parallel=2, microbatches=2)
+    assert set(alone) == {"suite_bpb/old", "suite_bpb/new", "suite_bpb/macro"}
+    assert piped == pytest.approx(alone, rel=1e-5)
 
 def _hardware(**fields) -> dict:
     return {"model": MODEL, "hardware": fields}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,12 +64,13 @@ def document_windows(domain: int, ids: list[int], eos_id: int, seq_len: int) -> 
 
 
 @torch.no_grad()
-def suite_nll(model, suite: SuiteTokens, seq_len: int, batch_size: int, rank: int, world_size: int,
-              device: torch.device, group=None) -> np.ndarray:
-    """Summed NLL (nats) per domain over every rank. Every rank must call this (the model may be sharded): each
-    takes windows rank, rank + W, ... and runs the same number of batches, the last ones padded. `rank` and
-    `world_size` count replicas, whose process `group` the sums are reduced over (the tensor-parallel ranks of a
-    replica read the same windows)."""
+def suite_nll(window_nll: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], suite: SuiteTokens, seq_len: int,
+              batch_size: int, rank: int, world_size: int, device: torch.device, group=None) -> np.ndarray:
+    """Summed NLL (nats) per domain over every rank. `window_nll(inputs, targets)`: each row's summed NLL
+    (`model_window_nll`, or a pipeline's). Every rank must call this (the model may be sharded): each takes windows
+    rank, rank + W, ... and runs the same number of batches, the last ones padded. `rank` and `world_size` count
+    replicas, whose process `group` the sums are reduced over (the tensor-parallel ranks of a replica read the same
+    windows)."""
     mine = suite.windows[rank::world_size]
     batches = math.ceil(math.ceil(len(suite.windows) / world_size) / batch_size)
     totals = torch.zeros(len(suite.domains), dtype=torch.float64, device=device)
@@ -79,14 +81,23 @@ def suite_nll(model, suite: SuiteTokens, seq_len: int, batch_size: int, rank: in
         for row, window in enumerate(chunk):
             inputs[row, :window.inputs.size] = torch.from_numpy(window.inputs)
             targets[row, :window.targets.size] = torch.from_numpy(window.targets)
-        logits = model(inputs.to(device)).float()
-        losses = F.cross_entropy(logits.flatten(0, 1), targets.to(device).flatten(), ignore_index=IGNORE,
-                                 reduction="none").view(batch_size, seq_len).sum(dim=1).double()
+        losses = window_nll(inputs.to(device), targets.to(device))
         for row, window in enumerate(chunk):
             totals[window.domain] += losses[row]
     if world_size > 1:
         dist.all_reduce(totals, op=dist.ReduceOp.SUM, group=group)
     return totals.cpu().numpy()
+
+
+def model_window_nll(model) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Each row's summed NLL from the model's logits."""
+    return lambda inputs, targets: window_nll(model(inputs), targets)
+
+
+def window_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Each row's summed NLL (float64) of logits (batch, time, vocab) against targets, padding (IGNORE) left out."""
+    losses = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE, reduction="none")
+    return losses.view(targets.shape).sum(dim=1).double()
 
 
 def bits_per_byte_by_domain(nll: np.ndarray, suite: SuiteTokens) -> dict[str, float]:

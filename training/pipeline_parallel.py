@@ -27,6 +27,7 @@ from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleG
 from torch.distributed.tensor import DTensor
 
 from configs.training import INTERLEAVED, HardwareSpec
+from training.exact_bpb import window_nll
 from training.loss import loss_function
 from training.loss_scale import LossScale
 from training.model import Transformer, readout
@@ -68,12 +69,18 @@ def stage_indices(rank: int, ranks: int, schedule: str) -> list[int]:
 
 class PipelineLoss:
     """The schedule's loss_fn: each micro-batch's training loss (times fp16's loss scale: the backward pass starts
-    from it), its cross-entropy kept for the log."""
+    from it), its cross-entropy kept for the log; or, while `window_nlls` is a list (the evaluation suite's forward
+    passes), each row's summed NLL kept there."""
 
     def __init__(self, z_loss: float, loss_scale: LossScale | None):
         self.z_loss, self.loss_scale, self.cross_entropies = z_loss, loss_scale, []
+        self.window_nlls: list[torch.Tensor] | None = None
 
     def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.window_nlls is not None:
+            self.window_nlls.append(window_nll(logits.full_tensor() if isinstance(logits, DTensor) else logits,
+                                               targets))
+            return self.window_nlls[-1].sum()
         loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
         return self.loss_scale.scaled(loss) if self.loss_scale else loss
@@ -124,6 +131,20 @@ class Pipeline:
         """One batch's mean cross-entropy, forward passes only, the same on every rank of the pipeline."""
         self._run(self.schedule.eval, inputs, targets)
         return float(self._mean_cross_entropy())
+
+    @torch.no_grad()
+    def window_nll(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Each row's summed NLL (training/exact_bpb.py's suite), forward passes only, the same on every rank of
+        the pipeline."""
+        self.loss.window_nlls = []
+        try:
+            self._run(self.schedule.eval, inputs, targets)
+            rows = torch.cat(self.loss.window_nlls[-self.microbatches:]) if self.last \
+                else torch.zeros(inputs.shape[0], dtype=torch.float64, device=self.device)
+        finally:
+            self.loss.window_nlls = None
+        dist.broadcast(rows, group=self.group, group_src=self.last_rank)
+        return rows
 
     def _run(self, run, inputs: torch.Tensor, targets: torch.Tensor) -> None:
         self.loss.cross_entropies = []

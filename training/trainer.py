@@ -24,7 +24,7 @@ from training.checkpointer import Checkpointer, UpdateCounter
 from training.device_batches import DeviceBatches
 from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 from training.evaluate import bits_per_byte, model_loss, sample_continuations, validation_loss
-from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+from training.exact_bpb import bits_per_byte_by_domain, load_suite, model_window_nll, suite_nll
 from training.loss_scale import LossScale
 from training.lr_schedule import learning_rate
 from training.model import ModelConfig, Transformer
@@ -241,7 +241,8 @@ class Trainer:
                                    config.eval.batches, env.data_rank, env.data_ranks, env.device)
             values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
         if self.suite is not None:
-            nll = suite_nll(self.model, self.suite, seq_len, config.micro_batch_size, env.data_rank,
+            nll = suite_nll(self.pipeline.window_nll if self.pipeline else model_window_nll(self.model), self.suite,
+                            seq_len, config.micro_batch_size, env.data_rank,
                             env.data_ranks, env.device, env.mesh["dp"].get_group())
             values |= {f"suite_bpb/{name}": round(value, 6)
                        for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
