@@ -1,10 +1,11 @@
 """`sluice plan`'s pipeline bubble and per-rank memory against a measured training on CPU, per layout and schedule.
 
-    .venv/bin/python benchmarks/parallelism.py [--steps 10] [--warmup 3]
+    .venv/bin/python benchmarks/parallelism.py [--steps 10] [--warmup 3] [--widths 128 256]
 
-Each layout is the project's trainer under torchrun (gloo, one thread per rank, fp32, 8 layers of d_model 128, seq
-128, 8 sequences per micro-batch and replica; a pipeline splits them into 2 x pipeline_parallel micro-batches). The
-trainer hook `instrument` (training/train.py's SLUICE_TRAIN_HOOK) times, on every rank:
+Each layout is the project's trainer under torchrun (gloo, one thread per rank, fp32, 8 layers of each d_model in
+`--widths`, seq 128, 8 sequences per micro-batch and replica; a pipeline splits them into 2 x pipeline_parallel
+micro-batches). A wider model spends more of a micro-batch's time computing, against the fixed costs of the
+schedule's Python and the sends between stages, which the plan's bubble does not count. The trainer hook `instrument` (training/train.py's SLUICE_TRAIN_HOOK) times, on every rank:
 - busy: its stages' compute, the PipelineStage's forward_one_chunk and backward_one_chunk and the last stage's loss
   (without a pipeline: the forward and backward passes of the update); FSDP's and tensor parallelism's collectives
   inside them count as busy, the pipeline's sends and receives between them do not;
@@ -38,7 +39,7 @@ from training.plan import plan  # noqa: E402
 from training.train import HOOK_ENV  # noqa: E402
 
 OUT_ENV = "SLUICE_PARALLELISM_OUT"
-MODEL = {"preset": "tiny", "n_layers": 8, "d_model": 128, "n_heads": 4, "seq_len": 128, "tie_embeddings": False}
+MODEL = {"preset": "tiny", "n_layers": 8, "n_heads": 4, "seq_len": 128, "tie_embeddings": False}     # + d_model
 MICRO_BATCH = 8
 # name: hardware; pp2 alone has 2 ranks on the 2 cores, the others 4 ranks time-sharing them
 LAYOUTS = {
@@ -64,17 +65,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="timed steps per layout, after the warm-up")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--layouts", nargs="*", choices=list(LAYOUTS), default=list(LAYOUTS))
+    parser.add_argument("--widths", nargs="*", type=int, default=[128], help="d_model of each model measured")
     parser.add_argument("--out", type=Path, default=RESULTS / "parallelism.json")
     args = parser.parse_args(argv)
     work = WORK / "parallelism"
     shutil.rmtree(work, ignore_errors=True)
     shards = text_shards(work / "shards", 2_000_000)
     layouts, load = {}, os.getloadavg()[0]       # other work on the cores distorts the timings too
-    for name in args.layouts:
-        layouts[name] = measure(work / name, name, shards, args.steps + args.warmup, args.warmup)
-        log(f"{name}: {json.dumps({key: layouts[name][key] for key in ('idle_share', 'plan_bubble')})}")
+    for width in args.widths:
+        for name in args.layouts:
+            key = f"{name}_d{width}"
+            layouts[key] = measure(work / key, name, width, shards, args.steps + args.warmup, args.warmup)
+            log(f"{key}: {json.dumps({field: layouts[key][field] for field in ('idle_share', 'plan_bubble')})}")
     written = write_result(args.out, {
-        "model": MODEL, "micro_batch_per_replica": MICRO_BATCH, "dtype": "fp32", "timed_steps": args.steps,
+        "model": MODEL, "widths": args.widths, "micro_batch_per_replica": MICRO_BATCH, "dtype": "fp32",
+        "timed_steps": args.steps,
         "warmup_steps": args.warmup, "load_average_1min": {"before": load, "after": os.getloadavg()[0]},
         "note": ("4-rank layouts run 4 single-threaded ranks on the machine's cores (2 here): ranks time-share them, "
                  "so a rank's compute is slowed while others compute, which distorts idle shares; pp2_* (2 ranks) "
@@ -84,22 +89,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def training_config(name: str, shards: list[str], steps: int, folder: Path) -> TrainingConfig:
+def training_config(name: str, width: int, shards: list[str], steps: int, folder: Path) -> TrainingConfig:
     hardware = {"device": "cpu", "dtype": "fp32", **LAYOUTS[name]}
     if hardware.get("pipeline_parallel", 1) > 1:
         hardware["microbatches"] = 2 * hardware["pipeline_parallel"]
     return TrainingConfig.model_validate({
-        "name": f"parallelism-{name}", "model": MODEL, "micro_batch_size": MICRO_BATCH, "steps": steps, "seed": 0,
+        "name": f"parallelism-{name}", "model": MODEL | {"d_model": width}, "micro_batch_size": MICRO_BATCH,
+        "steps": steps, "seed": 0,
         "data": {"train": shards, "seed": 0}, "optimizer": {"lr": 1e-3, "warmup_steps": 2},
         "checkpoint": {"dir": str(folder / "checkpoints"), "every": 1_000_000}, "mlflow": {"enabled": False},
         "log_every": 1_000_000, "hardware": hardware})
 
 
-def measure(folder: Path, name: str, shards: list[str], steps: int, warmup: int) -> dict:
+def measure(folder: Path, name: str, width: int, shards: list[str], steps: int, warmup: int) -> dict:
     """One layout's torchrun: per rank its idle share and peak memory over the timed steps, the layout's tokens/s,
     and the plan's bubble and memory per rank."""
     folder.mkdir(parents=True)
-    config = training_config(name, shards, steps, folder)
+    config = training_config(name, width, shards, steps, folder)
     path = folder / "config.json"
     path.write_text(config.model_dump_json())
     ranks = config.hardware.ranks
