@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from configs.training import TrainingConfig
+from configs.training import EvalSpec, TrainingConfig
 from torchrun_training import training_config, training_records
 from training.consolidated import consolidated_weights
 MODEL = {"preset": "tiny", "n_layers": 4, "tie_embeddings": False}
@@ -106,9 +106,10 @@ def test_fp16_pipeline_stages_skip_the_overflowing_steps_together(byte_shards, t
     assert alone[-1]["loss"] < alone[0]["loss"] - 0.1                                    # it trained
 
 @pytest.mark.slow
-def test_the_evaluation_suite_scores_pipeline_stages_as_one_process(byte_shards, data_dir, tmp_path):
-    """The suite's bits per byte (each window's NLL summed on the last stage, broadcast over the pipeline) at the
-    last step of a 2-stage run equal one process's; the suite is two speeches in a SentencePiece tokenizer's ids."""
+def test_the_evaluation_suite_and_the_samples_of_pipeline_stages_are_one_process_s(byte_shards, data_dir, tmp_path):
+    """The suite's bits per byte (each window's NLL summed on the last stage, broadcast over the pipeline) and the
+    greedy continuations of the prompts (each next token's logits from a forward pass of the schedule) at the last
+    step of a 2-stage run equal one process's; the suite is two speeches in a SentencePiece tokenizer's ids."""
     import sentencepiece as spm
 
     speeches = data_dir / "reference" / "speeches_nltk" / "inaugural"
@@ -118,17 +119,21 @@ def test_the_evaluation_suite_scores_pipeline_stages_as_one_process(byte_shards,
     suite.write_text("".join(json.dumps({"domain": domain, "name": name, "text": (speeches / name).read_text()[:3000]})
                              + "\n" for domain, name in [("old", "1797-Adams.txt"), ("new", "1961-Kennedy.txt")]))
 
-    def scores(name: str, ranks: int, **hardware) -> dict[str, float]:
+    def evaluation(name: str, ranks: int, **hardware) -> tuple[dict[str, float], str]:
         config = training_config(tmp_path, byte_shards, name, hardware, model=MODEL, steps=2,
-                                 eval={"every": 2, "batches": 1, "suite": str(suite)},
+                                 eval={"every": 2, "batches": 1, "suite": str(suite), "sample_tokens": 12},
                                  data={"train": byte_shards[:3], "validation": byte_shards[3:], "seed": 0,
                                        "bytes_per_token": 1.0, "tokenizer": str(tmp_path / "spm.model")})
-        evaluation = next(record for record in training_records(config, ranks) if record.get("event") == "eval")
-        return {key: value for key, value in evaluation.items() if key.startswith("suite_bpb/")}
+        records = training_records(config, ranks)
+        scores = next(record for record in records if record.get("event") == "eval")
+        samples = next(record["samples"] for record in records if record.get("event") == "samples")
+        return {key: value for key, value in scores.items() if key.startswith("suite_bpb/")}, samples
 
-    alone, piped = scores("alone-suite", 1), scores("piped-suite", 2, pipeline_parallel=2, microbatches=2)
+    (alone, alone_samples), (piped, piped_samples) = \
+        evaluation("alone-suite", 1), evaluation("piped-suite", 2, pipeline_parallel=2, microbatches=2)
     assert set(alone) == {"suite_bpb/old", "suite_bpb/new", "suite_bpb/macro"}
     assert piped == pytest.approx(alone, rel=1e-5)
+    assert piped_samples == alone_samples and alone_samples.count(" -> ") == len(EvalSpec().prompts)
 
 def _hardware(**fields) -> dict:
     return {"model": MODEL, "hardware": fields}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from training.model import generate
 from training.parallel import all_reduce_mean
 from training.sequences import TokenSequences
 
@@ -35,15 +36,16 @@ def bits_per_byte(loss: float, bytes_per_token: float | None) -> float | None:
 
 
 @torch.no_grad()
-def sample_continuations(model, tokenizer_path: str, prompts: list[str], new_tokens: int,
-                         device: torch.device) -> str:
-    """Greedy continuations of the prompts, as text (every rank must call this: the model is sharded)."""
+def sample_continuations(last_logits: Callable[[torch.Tensor], torch.Tensor], seq_len: int, tokenizer_path: str,
+                         prompts: list[str], new_tokens: int, device: torch.device) -> str:
+    """Greedy continuations of the prompts, as text, from `last_logits` (a model's, or a pipeline's: every rank must
+    call this, the model is sharded)."""
     import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor(model_file=tokenizer_path)
     lines = []
     for prompt in prompts:
         ids = torch.tensor([processor.encode(prompt)], device=device)
-        out = model.generate(ids, new_tokens, temperature=0)
+        out = generate(last_logits, ids, new_tokens, seq_len, temperature=0)
         lines.append(f"{prompt!r} -> {processor.decode(out[0].tolist())!r}")
     return "\n".join(lines)

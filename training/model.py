@@ -16,6 +16,7 @@ learning rate. So a learning rate tuned at the base width stays right at other w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -208,14 +209,26 @@ class Transformer(nn.Module):
     def generate(self, tokens: torch.Tensor, new_tokens: int, temperature: float = 1.0,
                  generator: torch.Generator | None = None) -> torch.Tensor:
         """Sample `new_tokens` continuations (temperature 0 = greedy), feeding back the last seq_len tokens."""
-        for _ in range(new_tokens):
-            logits = self(tokens[:, -self.config.seq_len:])[:, -1, :]
-            if temperature == 0:
-                chosen = logits.argmax(-1, keepdim=True)
-            else:
-                chosen = torch.multinomial(F.softmax(logits / temperature, dim=-1), 1, generator=generator)
-            tokens = torch.cat((tokens, chosen), dim=1)
-        return tokens
+        return generate(self.last_logits, tokens, new_tokens, self.config.seq_len, temperature, generator)
+
+    def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The logits (batch, vocab) after each sequence's last token."""
+        return self(tokens)[:, -1, :]
+
+
+@torch.no_grad()
+def generate(last_logits: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, new_tokens: int, seq_len: int,
+             temperature: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+    """`new_tokens` continuations of tokens (batch, time) sampled from `last_logits(window)` (the logits after each
+    row's last token: a model's, or a pipeline's), fed back the last seq_len tokens; temperature 0 = greedy."""
+    for _ in range(new_tokens):
+        logits = last_logits(tokens[:, -seq_len:])
+        if temperature == 0:
+            chosen = logits.argmax(-1, keepdim=True)
+        else:
+            chosen = torch.multinomial(F.softmax(logits / temperature, dim=-1), 1, generator=generator)
+        tokens = torch.cat((tokens, chosen), dim=1)
+    return tokens
 
 
 def readout(output: nn.Linear, hidden: torch.Tensor, config: ModelConfig) -> torch.Tensor:

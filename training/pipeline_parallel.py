@@ -19,6 +19,8 @@ over the micro-batches by the schedule's gradient scaling; the update's cross-en
 holding the last stage, so every rank logs and guards against spikes with the same number."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -69,18 +71,16 @@ def stage_indices(rank: int, ranks: int, schedule: str) -> list[int]:
 
 class PipelineLoss:
     """The schedule's loss_fn: each micro-batch's training loss (times fp16's loss scale: the backward pass starts
-    from it), its cross-entropy kept for the log; or, while `window_nlls` is a list (the evaluation suite's forward
-    passes), each row's summed NLL kept there."""
+    from it), its cross-entropy kept for the log; or, while `reader` is set (forward passes that read the logits:
+    the evaluation suite, sampling), what `reader` returns."""
 
     def __init__(self, z_loss: float, loss_scale: LossScale | None):
         self.z_loss, self.loss_scale, self.cross_entropies = z_loss, loss_scale, []
-        self.window_nlls: list[torch.Tensor] | None = None
+        self.reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        if self.window_nlls is not None:
-            self.window_nlls.append(window_nll(logits.full_tensor() if isinstance(logits, DTensor) else logits,
-                                               targets))
-            return self.window_nlls[-1].sum()
+        if self.reader is not None:
+            return self.reader(logits, targets)
         loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
         return self.loss_scale.scaled(loss) if self.loss_scale else loss
@@ -118,7 +118,7 @@ class Pipeline:
         self.schedule = schedule(pipeline_stages if len(pipeline_stages) > 1 else pipeline_stages[0],
                                  n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss)
         self.device, self.microbatches = env.device, hardware.pipeline_microbatches
-        self.tensor_parallel = env.tensor_parallel
+        self.tensor_parallel, self.vocab_size = env.tensor_parallel, model.config.vocab_size
 
     def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Forward and backward passes of one batch's micro-batches, the gradients accumulated (averaged over the
@@ -134,17 +134,44 @@ class Pipeline:
 
     @torch.no_grad()
     def window_nll(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Each row's summed NLL (training/exact_bpb.py's suite), forward passes only, the same on every rank of
-        the pipeline."""
-        self.loss.window_nlls = []
+        """Each row's summed NLL (training/exact_bpb.py's suite), the same on every rank of the pipeline."""
+        rows = self._read(window_nll, inputs, targets)
+        return self._from_last_stage(torch.cat(rows) if self.last else None, (inputs.shape[0],), torch.float64)
+
+    @torch.no_grad()
+    def last_logits(self, tokens: torch.Tensor, batch_shape: tuple[int, int]) -> torch.Tensor:
+        """The logits (1, vocab) after the last of tokens (1, time), time up to seq_len (sampling), the same on every
+        rank of the pipeline. The schedule's stages pass on batches of the training's `batch_shape` (micro-batch,
+        seq_len) only, so the tokens are the first row of one, right-padded: attention is causal, so the padding
+        changes none of their logits."""
+        batch = torch.zeros(batch_shape, dtype=torch.long, device=self.device)
+        batch[0, :tokens.shape[1]] = tokens[0]
+        position = tokens.shape[1] - 1
+        read = self._read(lambda logits, _: logits[:1, position].float(), batch, batch)   # the batch's first row
+        return self._from_last_stage(read[0] if self.last else None, (1, self.vocab_size), torch.float32)
+
+    def _read(self, reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], inputs: torch.Tensor,
+              targets: torch.Tensor) -> list[torch.Tensor]:
+        """Forward passes only, the last stage handing each micro-batch's whole logits to `reader`: what it returned
+        for this batch's micro-batches (on the other stages, nothing)."""
+        read = []
+
+        def keep(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            read.append(reader(logits.full_tensor() if isinstance(logits, DTensor) else logits, targets))
+            return torch.zeros((), device=self.device)
+
+        self.loss.reader = keep
         try:
             self._run(self.schedule.eval, inputs, targets)
-            rows = torch.cat(self.loss.window_nlls[-self.microbatches:]) if self.last \
-                else torch.zeros(inputs.shape[0], dtype=torch.float64, device=self.device)
         finally:
-            self.loss.window_nlls = None
-        dist.broadcast(rows, group=self.group, group_src=self.last_rank)
-        return rows
+            self.loss.reader = None
+        return read[-self.microbatches:]
+
+    def _from_last_stage(self, value: torch.Tensor | None, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """`value` of the rank holding the last stage, on every rank of the pipeline."""
+        value = value if value is not None else torch.zeros(shape, dtype=dtype, device=self.device)
+        dist.broadcast(value, group=self.group, group_src=self.last_rank)
+        return value
 
     def _run(self, run, inputs: torch.Tensor, targets: torch.Tensor) -> None:
         self.loss.cross_entropies = []
@@ -154,7 +181,5 @@ class Pipeline:
     def _mean_cross_entropy(self) -> torch.Tensor:
         """Of the batch's micro-batches: the last ones the loss saw (the schedule's set-up, at the first step and
         the first after an evaluation, calls it once more before them, inferring shapes)."""
-        mean = torch.stack(self.loss.cross_entropies[-self.microbatches:]).mean() if self.last \
-            else torch.zeros((), dtype=torch.float32, device=self.device)
-        dist.broadcast(mean, group=self.group, group_src=self.last_rank)
-        return mean
+        return self._from_last_stage(torch.stack(self.loss.cross_entropies[-self.microbatches:]).mean()
+                                     if self.last else None, (), torch.float32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 import torch
 
@@ -248,12 +249,12 @@ class Trainer:
                        for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
         self.echo({"event": "eval", "step": step, **values})
         self.logger.metrics(step, values)
-        if config.data.tokenizer and self.pipeline:
-            self.echo({"event": "samples_skipped", "step": step, "reason": "sampling under pipeline parallelism "
-                       "is not supported yet"})
-        elif config.data.tokenizer:
-            text = sample_continuations(self.model, config.data.tokenizer, config.eval.prompts,
+        if config.data.tokenizer:
+            last_logits = partial(self.pipeline.last_logits, batch_shape=(config.micro_batch_size, seq_len)) \
+                if self.pipeline else self.model.last_logits
+            text = sample_continuations(last_logits, seq_len, config.data.tokenizer, config.eval.prompts,
                                         config.eval.sample_tokens, env.device)
+            self.echo({"event": "samples", "step": step, "samples": text})
             self.logger.text(text, f"samples/step-{step:06d}.txt")
         self.model.train()
 
