@@ -118,9 +118,10 @@ class HardwareSpec(StrictModel):
             raise ValueError(f"hardware.compile with hardware.tensor_parallel ({self.tensor_parallel}) is not "
                              f"supported yet: compiled, the tensor-parallel blocks gave wrong gradients (torch 2.13, "
                              f"CPU)")
-        if self.pipeline_parallel > 1 and self.compile:
-            raise ValueError(f"hardware.pipeline_parallel ({self.pipeline_parallel}) with hardware.compile is not "
-                             f"supported yet (not tested together)")
+        if self.pipeline_parallel > 1 and self.compile and self.pipeline_schedule == "zero_bubble":
+            raise ValueError(f"hardware.compile with hardware.pipeline_schedule zero_bubble is not supported: its "
+                             f"split backward (input gradients first, weight gradients later) cannot run through "
+                             f"compiled blocks (torch 2.13)")
         return self
 
 

@@ -105,7 +105,8 @@ class Pipeline:
         layers = {index: list(range(index * per_stage, (index + 1) * per_stage)) for index in indices}
         modules = [StageModule(model, layers[index], index == 0, index == stages - 1) for index in indices]
         for module in modules:
-            shard_model(module, env.device, compute_dtype, hardware.activation_checkpointing, mesh=env.mesh["dp"],
+            shard_model(module, env.device, compute_dtype, hardware.activation_checkpointing,
+                        compile_scope=hardware.compile_scope if hardware.compile else None, mesh=env.mesh["dp"],
                         reshard_after_forward=False)
         self.first, self.last = 0 in indices, stages - 1 in indices
         self.module = modules[0] if len(modules) == 1 else \
