@@ -74,8 +74,9 @@ class HardwareSpec(StrictModel):
     activation_checkpointing: bool = Field(False, description="recompute each block's activations in backward")
     compile: bool = Field(False, description="torch.compile (first steps are slower); `compile_scope` says what")
     compile_scope: Literal["blocks", "model"] = Field("blocks", description=(
-        "blocks: each transformer block compiled on its own, before sharding (as torchtitan); model: the whole "
-        "sharded model as one compiled module (fewer graph boundaries; FSDP's hooks break the graph between blocks)"))
+        "blocks: each transformer block compiled on its own, before sharding (as torchtitan; under "
+        "tensor_parallel its attention and MLP); model: the whole sharded model as one compiled module (fewer graph "
+        "boundaries; FSDP's hooks break the graph between blocks)"))
     pipeline_parallel: int = Field(1, ge=1, description=(
         "pipeline stages the layers are split over (training/pipeline_parallel.py), the outermost dimension of the "
         "ranks: the run has pipeline_parallel x data_parallel x tensor_parallel ranks"))
@@ -114,10 +115,10 @@ class HardwareSpec(StrictModel):
             raise ValueError(f"hardware.data_parallel ({self.data_parallel}) must be a multiple of hardware.nodes "
                              f"({self.nodes}): every node runs the same number of replicas, each replica's "
                              f"tensor_parallel ranks on one node")
-        if self.compile and self.tensor_parallel > 1:
-            raise ValueError(f"hardware.compile with hardware.tensor_parallel ({self.tensor_parallel}) is not "
-                             f"supported yet: compiled, the tensor-parallel blocks gave wrong gradients (torch 2.13, "
-                             f"CPU)")
+        if self.compile and self.compile_scope == "model" and self.tensor_parallel > 1:
+            raise ValueError(f"hardware.compile_scope model with hardware.tensor_parallel ({self.tensor_parallel}) "
+                             f"is not supported: the whole tensor-parallel model fails to compile (torch 2.13); use "
+                             f"compile_scope blocks")
         if self.pipeline_parallel > 1 and self.compile and self.pipeline_schedule == "zero_bubble":
             raise ValueError(f"hardware.compile with hardware.pipeline_schedule zero_bubble is not supported: its "
                              f"split backward (input gradients first, weight gradients later) cannot run through "

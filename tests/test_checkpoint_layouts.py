@@ -1,7 +1,8 @@
 """A checkpoint resumes under another layout, for real: one run of 10 steps passes through five layouts (4 replicas;
-2 replicas x 2 tensor-parallel ranks; 2 pipeline stages x 2 replicas; 2 stages x 2 tensor-parallel ranks; one
-process), each resuming the checkpoint the one before saved, and trains to the losses and weights of one process that
-ran straight through."""
+2 replicas x 2 tensor-parallel ranks, compiled; 2 pipeline stages x 2 replicas; 2 stages x 2 tensor-parallel ranks;
+one process), each resuming the checkpoint the one before saved, and trains to the losses and weights of one process
+that ran straight through. The compiled tensor-parallel leg is the check on compile_tensor_parallel_block: compiled
+whole, those blocks gave other gradient norms from the first step."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,7 +17,7 @@ SEQUENCES = 8           # per update, in every layout
 STEPS = 10
 LAYOUTS = [             # (ranks, hardware, steps it trains to)
     (4, {"data_parallel": 4}, 2),
-    (4, {"data_parallel": 2, "tensor_parallel": 2}, 4),
+    (4, {"data_parallel": 2, "tensor_parallel": 2, "compile": True}, 4),
     (4, {"pipeline_parallel": 2, "data_parallel": 2, "microbatches": 2}, 6),
     (4, {"pipeline_parallel": 2, "tensor_parallel": 2, "microbatches": 2}, 8),
     (1, {}, 10),

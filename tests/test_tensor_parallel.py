@@ -66,15 +66,17 @@ def test_layouts_the_model_cannot_split_evenly_are_refused_naming_the_fields(mod
     assert TrainingConfig.model_validate({"model": model}).hardware.ranks == 1
 
 
-def test_the_run_has_data_parallel_times_tensor_parallel_ranks_each_replica_on_one_node_and_is_not_compiled():
+def test_the_run_has_data_parallel_times_tensor_parallel_ranks_each_replica_on_one_node_compiled_by_blocks():
     hardware = TrainingConfig.model_validate({"model": {"preset": "tiny"}, "hardware": {
         "data_parallel": 4, "tensor_parallel": 2, "nodes": 2}}).hardware
     assert hardware.ranks == 8
     with pytest.raises(ValueError, match=r"hardware.data_parallel \(1\) must be a multiple of hardware.nodes \(2\)"):
         TrainingConfig.model_validate({"model": {"preset": "tiny"}, "hardware": {"tensor_parallel": 2, "nodes": 2}})
-    with pytest.raises(ValueError, match=r"hardware.compile with hardware.tensor_parallel \(2\) is not supported"):
+    with pytest.raises(ValueError, match=r"hardware.compile_scope model with hardware.tensor_parallel \(2\)"):
         TrainingConfig.model_validate({"model": {"preset": "tiny"},
-                                       "hardware": {"tensor_parallel": 2, "compile": True}})
+                                       "hardware": {"tensor_parallel": 2, "compile": True, "compile_scope": "model"}})
+    assert TrainingConfig.model_validate({"model": {"preset": "tiny"},
+                                          "hardware": {"tensor_parallel": 2, "compile": True}}).hardware.compile
 
 
 # two ranks: gradients on the world mesh (split), on a 1 x 2 mesh (replicated, then split) and plain (replicated)

@@ -81,7 +81,8 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
     """fully_shard every transformer block, then the root (embedding, final norm), over `mesh` (the data-parallel
     ranks; default: all). Mixed precision (a 16-bit `compute_dtype`) keeps fp32 master weights and reduces
     gradients in fp32. Activation checkpointing recomputes each block's activations in the backward pass.
-    `compile_scope` "blocks" compiles each block before sharding (as torchtitan), "model" the whole sharded model;
+    `compile_scope` "blocks" compiles each block before sharding (as torchtitan; a tensor-parallel block its
+    attention and MLP: `compile_tensor_parallel_block`), "model" the whole sharded model;
     compiling in place keeps parameter names, and so checkpoints. Either compiles the loss's chunk arithmetic too
     (training.loss). `reshard_after_forward` False keeps the gathered parameters from the forward pass to the
     backward (pipeline stages: training/pipeline_parallel.py)."""
@@ -91,9 +92,11 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
     policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32) if compute_dtype \
         else MixedPrecisionPolicy()
     for name, block in list(model.blocks.named_children()):       # a list, or a pipeline stage's dict
+        if compile_scope == "blocks" and isinstance(next(block.parameters()), DTensor):
+            compile_tensor_parallel_block(block)
         if activation_checkpointing:
             block = checkpoint_wrapper(block)
-        if compile_scope == "blocks":
+        if compile_scope == "blocks" and not isinstance(next(block.parameters()), DTensor):
             block.compile()
         setattr(model.blocks, name, block)
         fully_shard(block, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)
@@ -102,6 +105,15 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
     if compile_scope == "model":
         model.compile()
     return model
+
+
+def compile_tensor_parallel_block(block: torch.nn.Module) -> None:
+    """A tensor-parallel block's attention and MLP compiled as functions, their input layouts (the plan's
+    PrepareModuleInput hooks) left outside: compiled whole, a block traces those hooks, and the compiled MLP's input
+    gradient lost the other ranks' partial sums (torch 2.13, gloo: every gradient before it wrong), while each part
+    compiled alone gives one process's gradients. The norms and the residual adds stay eager."""
+    for part in (block.attention, block.mlp):
+        part.forward = torch.compile(part.forward)
 
 
 def all_reduce_mean(value: float | torch.Tensor, device: torch.device) -> float:
