@@ -85,8 +85,8 @@ class HardwareSpec(StrictModel):
         "the backward split into its input and weight passes, the weight passes filling the bubble); the last two "
         "run two stages per rank"))
     microbatches: int | None = Field(None, ge=1, description=(
-        "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); they "
-        "are the update's gradient accumulation"))
+        "pipeline micro-batches each micro_batch_size batch is split into (default: pipeline_parallel); "
+        "grad_accumulation runs the schedule that many times an update"))
     interconnect_gb_per_s: float = Field(400.0, gt=0, description="per-rank all-reduce bandwidth, GB/s")
     checkpoint_write_gb_per_s: float = Field(2.0, gt=0)
     assumed_mfu: float = Field(0.4, gt=0, le=1, description="for the expected wall time")
@@ -268,8 +268,8 @@ def check_tensor_parallel(sizes: dict[str, int], tensor_parallel: int) -> None:
 
 def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
     """A pipeline splits the layers evenly into its stages and each micro_batch_size batch evenly into its
-    micro-batches, at least one per stage; what the trainer cannot yet do under it is refused too, naming the
-    field and the numbers."""
+    micro-batches, at least one per stage, and needs an output projection of its own; refusals name the field and
+    the numbers."""
     hardware = config.hardware
     stages, microbatches = hardware.pipeline_stages, hardware.pipeline_microbatches
     refusals = [
@@ -285,11 +285,6 @@ def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
         (config.model.tie_embeddings, "model.tie_embeddings (true) under hardware.pipeline_parallel "
                                       f"({hardware.pipeline_parallel}): the embedding is on the first stage and "
                                       f"the output projection on the last; set model.tie_embeddings: false"),
-        (config.grad_accumulation > 1, f"grad_accumulation ({config.grad_accumulation}) under "
-                                       f"hardware.pipeline_parallel: the pipeline's hardware.microbatches are the "
-                                       f"update's accumulation; give micro_batch_size the whole batch"),
-        (config.batch_ramp.schedule != "none", f"batch_ramp.schedule ({config.batch_ramp.schedule}) under "
-                                               f"hardware.pipeline_parallel is not supported yet"),
     ]
     refused = [message for failed, message in refusals if failed]
     if refused:

@@ -51,12 +51,13 @@ class NoiseProbe:
         """Whether the probe reads the gradient after micro-batch `index`: the first of an accumulated update."""
         return index == 0 and accumulation > 1
 
-    def after_first_micro_batch(self, model, accumulation: int, loss_scale: float = 1.0) -> None:
+    def after_first_micro_batch(self, model, accumulation: int, loss_scale: float = 1.0, stages=None) -> None:
         """The ranks' reduced gradient of the first micro-batch (accumulated gradients are sums / accumulation: back
-        to the mean)."""
+        to the mean); `stages`: the pipeline's ranks, whose stages' gradients make the whole."""
         from training.parallel import gradient_norm
 
-        self.first_sq = (float(gradient_norm(model.parameters())) * accumulation / loss_scale) ** 2  # fp16: scaled
+        norm = float(gradient_norm(model.parameters(), stages))
+        self.first_sq = (norm * accumulation / loss_scale) ** 2  # fp16: scaled
 
     def after_update(self, total_norm: float, accumulation: int) -> float | None:
         if accumulation < 2:

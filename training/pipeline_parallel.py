@@ -14,9 +14,10 @@ the same, and each micro-batch's forward pass no longer gathers them again.
 A stage keeps the whole model's parameter names (`blocks.<layer>...`), so its checkpoint (DCP, per stage) reads
 back into one plain model. Every rank builds the whole model from the same seed before keeping its stages, so the
 weights are those of one process. The last stage's loss is the cross-entropy (plus z-loss) of plain logits
-(training/loss.py's loss_function; the chunked loss needs the output weight outside the stage's forward), averaged
-over the micro-batches by the schedule's gradient scaling; the update's cross-entropy is broadcast from the rank
-holding the last stage, so every rank logs and guards against spikes with the same number."""
+(training/loss.py's loss_function; the chunked loss needs the output weight outside the stage's forward), divided
+by the micro-batches and the update's accumulated batches (each runs the schedule once, and FSDP adds its reduced
+gradients to the update's); the update's cross-entropy is broadcast from the rank holding the last stage, so every
+rank logs and guards against spikes with the same number."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -76,6 +77,7 @@ class PipelineLoss:
 
     def __init__(self, z_loss: float, loss_scale: LossScale | None):
         self.z_loss, self.loss_scale, self.cross_entropies = z_loss, loss_scale, []
+        self.divisor = 1        # micro-batches x accumulated batches of the update: their gradients add up to its mean
         self.reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def __call__(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -83,6 +85,7 @@ class PipelineLoss:
             return self.reader(logits, targets)
         loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
+        loss = loss / self.divisor
         return self.loss_scale.scaled(loss) if self.loss_scale else loss
 
 
@@ -116,14 +119,18 @@ class Pipeline:
                            for module, index in zip(modules, indices)]
         self.loss = PipelineLoss(z_loss, loss_scale)
         schedule = SCHEDULES[hardware.pipeline_schedule]
+        # scale_grads off: the schedule would divide every gradient by the micro-batches after each step, the ones
+        # accumulated from the update's earlier steps too; the loss is divided instead (PipelineLoss.divisor)
         self.schedule = schedule(pipeline_stages if len(pipeline_stages) > 1 else pipeline_stages[0],
-                                 n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss)
+                                 n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss, scale_grads=False)
         self.device, self.microbatches = env.device, hardware.pipeline_microbatches
         self.tensor_parallel, self.vocab_size = env.tensor_parallel, model.config.vocab_size
 
-    def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Forward and backward passes of one batch's micro-batches, the gradients accumulated (averaged over the
-        micro-batches): their mean cross-entropy, the same on every rank of the pipeline."""
+    def step(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int = 1) -> torch.Tensor:
+        """Forward and backward passes of one batch's micro-batches, their gradients reduced over the replicas and
+        added to the update's (the mean over the update's `accumulation` batches of the micro-batches' mean): their
+        mean cross-entropy, the same on every rank of the pipeline."""
+        self.loss.divisor = self.microbatches * accumulation
         self._run(self.schedule.step, inputs, targets)
         return self._mean_cross_entropy()
 

@@ -171,12 +171,9 @@ class Trainer:
         first when the noise probe measures there), each other micro-batch accumulating onto this rank's own
         unsharded gradients; and the parameters gathered for a backward pass stay gathered for the next
         micro-batch's forward until the last (`sluice plan` counts both as memory held while accumulating). Under
-        pipeline parallelism the schedule's micro-batches of one batch are the accumulation."""
-        if self.pipeline:
-            losses = [self.pipeline.step(*self.data.next_batch())]
-        else:
-            with loss_context(self.env.tensor_parallel):
-                losses = self.accumulate(accumulation)
+        pipeline parallelism a micro-batch is a run of the schedule (its own micro-batches), whose gradients are
+        reduced at its end."""
+        losses = self.accumulate(accumulation)
         if self.loss_scale:
             self.loss_scale.unscale(self.optimizer)
         grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf,
@@ -185,20 +182,33 @@ class Trainer:
 
     def accumulate(self, accumulation: int) -> list[torch.Tensor]:
         """The forward and backward passes of the update's micro-batches; their cross-entropies, on the device."""
-        model, noise, losses = self.model, self.noise, []
+        noise, losses = self.noise, []
         for micro_step in range(accumulation):
             probing = noise is not None and noise.measures(micro_step, accumulation)
-            last = micro_step == accumulation - 1
-            model.set_requires_gradient_sync(probing or last)
-            model.set_reshard_after_backward(last)
             inputs, targets = self.data.next_batch()
+            if self.pipeline:
+                losses.append(self.pipeline.step(inputs, targets, accumulation))
+            else:
+                losses.append(self.micro_batch(inputs, targets, accumulation, sync=probing,
+                                               last=micro_step == accumulation - 1))
+            if probing:
+                noise.after_first_micro_batch(self.model, accumulation,
+                                              self.loss_scale.scale if self.loss_scale else 1.0,
+                                              self.pipeline.group if self.pipeline else None)
+        return losses
+
+    def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int, sync: bool,
+                    last: bool) -> torch.Tensor:
+        """One micro-batch's forward and backward passes, its gradients reduced over the ranks if `sync` or `last`,
+        the gathered parameters kept until the `last`: its cross-entropy, on the device."""
+        model = self.model
+        model.set_requires_gradient_sync(sync or last)
+        model.set_reshard_after_backward(last)
+        with loss_context(self.env.tensor_parallel):
             loss, cross_entropy = model(inputs, targets, self.config.optimizer.z_loss)
             scaled = loss / accumulation
             (self.loss_scale.scaled(scaled) if self.loss_scale else scaled).backward()
-            losses.append(cross_entropy.detach())
-            if probing:
-                noise.after_first_micro_batch(model, accumulation, self.loss_scale.scale if self.loss_scale else 1.0)
-        return losses
+        return cross_entropy.detach()
 
     def check_finite(self, loss: float) -> None:
         if not math.isfinite(loss):
