@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import write_result  # noqa: E402
 from configs.dedup import DedupConfig  # noqa: E402
-from dev.gold_pages import Page, decode, load_trafilatura_eval, normalise  # noqa: E402
+from dev.gold_pages import Page, decode, found, load_trafilatura_eval, normalise, score  # noqa: E402
 from dev.wcxb import HELDOUT, HELDOUT_SHARE, PAGE_TYPES, TRAIN, WcxbPage, has_gold, load_wcxb, word_f1  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents  # noqa: E402
@@ -224,27 +224,6 @@ def extract_all(pages: list[Page], config: HtmlTextConfig) -> tuple[list[str], f
     started = time.process_time()
     texts = [html_to_text(page.html, config) for page in pages]
     return texts, time.process_time() - started
-
-
-def found(page: Page, text: str) -> tuple[int, int]:
-    """The page's `with` and `without` snippets found in `text`."""
-    text = normalise(text)
-    return (sum(snippet in text for snippet in page.with_snippets),
-            sum(snippet in text for snippet in page.without_snippets))
-
-
-def score(pages: list[Page], texts: list[str], parity: int | None = None) -> dict:
-    found_with = total_with = found_without = total_without = 0
-    for index, (page, text) in enumerate(zip(pages, texts)):
-        if parity is not None and index % 2 != parity:
-            continue
-        page_with, page_without = found(page, text)
-        found_with += page_with
-        found_without += page_without
-        total_with += len(page.with_snippets)
-        total_without += len(page.without_snippets)
-    return {"recall": found_with / max(1, total_with), "leak": found_without / max(1, total_without),
-            "with_snippets": total_with, "without_snippets": total_without}
 
 
 FALLBACK_SHARES = (0.1, 0.2)
