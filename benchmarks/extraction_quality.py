@@ -149,6 +149,7 @@ def _resiliparse_only(**changes) -> HtmlTextConfig:
 
 
 DEFAULT = HtmlTextConfig()
+BLOCK_SELECTOR = HtmlTextConfig(block_selector=True)
 DEFAULT_SKIP = DEFAULT.skip_elements
 SIDEBAR_SELECTORS = ['[class~="sidebar"]', '[class~="widget"]', '[id~="sidebar"]']
 SHARE_RELATED_SELECTORS = ['[class~="share"]', '[class~="social"]', '[class~="related"]',
@@ -174,6 +175,7 @@ ROWS = [
         HtmlTextConfig(max_boilerplate_probability=0.9)),
     Row("default + drop blocks the boilerplate classifier gives p > 0.95",
         HtmlTextConfig(max_boilerplate_probability=0.95)),
+    Row("default + block selector (trained on WCXB and the even pages)", HtmlTextConfig(block_selector=True)),
     Row("default, but tail lines < 5 words dropped", HtmlTextConfig(tail_max_words=5)),
     Row("default, but tail lines < 20 words dropped", HtmlTextConfig(tail_max_words=20)),
     Row("default, but fallback < 300 chars", HtmlTextConfig(fallback_min_chars=300)),
@@ -272,8 +274,10 @@ class SweepPoint(NamedTuple):
 
 
 def is_option_row(row: Row) -> bool:
-    """A row the options bound may pick: resiliparse without the boilerplate classifier (a lever of its own)."""
-    return row.html.engine == "resiliparse" and row.html.max_boilerplate_probability is None
+    """A row the options bound may pick: resiliparse without the boilerplate classifier or the block selector
+    (levers of their own)."""
+    return (row.html.engine == "resiliparse" and row.html.max_boilerplate_probability is None
+            and not row.html.block_selector)
 
 
 def options_bound(gold: list[Page], rows: list[tuple[dict, list[str]]]) -> dict:
@@ -454,6 +458,10 @@ def _default_extraction(html: str) -> str:
     return html_to_text(html, DEFAULT)
 
 
+def _block_selector(html: str) -> str:
+    return html_to_text(html, BLOCK_SELECTOR)
+
+
 def _resiliparse_main_content(html: str) -> str:
     return extract_plain_text(html, main_content=True)
 
@@ -464,6 +472,7 @@ def _trafilatura_defaults(html: str) -> str:
 
 WCXB_EXTRACTORS: dict[str, tuple[str, Callable[[str], str]]] = {
     "default": ("html_to_text(html, HtmlTextConfig())", _default_extraction),
+    "block selector": ("html_to_text(html, HtmlTextConfig(block_selector=True))", _block_selector),
     "resiliparse": (f"resiliparse {version('resiliparse')}: extract_plain_text(html, main_content=True)",
                     _resiliparse_main_content),
     "trafilatura": (f"trafilatura {version('trafilatura')}: trafilatura.extract(html), default settings",
