@@ -25,7 +25,7 @@ import numpy as np
 from resiliparse.parse.html import HTMLTree
 
 from configs.html import HtmlTextConfig
-from dev.boilerplate_classifier import _holds, fit
+from dev.boilerplate_classifier import fit, holds_snippet
 from dev.gold_pages import Page, load_trafilatura_eval, normalise, score
 from dev.wcxb import has_gold, load_wcxb, site_of, tokens, train_pages, word_f1
 from storage.locations import shared_data_dir
@@ -84,7 +84,7 @@ def snippet_labels(page: Page, blocks) -> list[int]:
     labels = []
     for block in blocks:
         text = normalise(block.text)
-        main, boilerplate = _holds(text, page.with_snippets), _holds(text, page.without_snippets)
+        main, boilerplate = holds_snippet(text, page.with_snippets), holds_snippet(text, page.without_snippets)
         labels.append(-1 if main == boilerplate else int(main))
     return labels
 

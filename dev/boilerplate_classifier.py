@@ -36,14 +36,14 @@ def labelled_blocks(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
         blocks = page_blocks(page.html, config)
         for block, row in zip(blocks, block_features(blocks)):
             text = normalise(block.text)
-            boilerplate, main = _holds(text, page.without_snippets), _holds(text, page.with_snippets)
+            boilerplate, main = holds_snippet(text, page.without_snippets), holds_snippet(text, page.with_snippets)
             if boilerplate != main:
                 rows.append(row)
                 labels.append(int(boilerplate))
     return np.array(rows, dtype=np.float64), np.array(labels, dtype=np.float64)
 
 
-def _holds(text: str, snippets: list[str]) -> bool:
+def holds_snippet(text: str, snippets: list[str]) -> bool:
     return any(snippet in text or (len(text) >= MIN_PART_CHARS and text in snippet) for snippet in snippets)
 
 

@@ -1,6 +1,6 @@
 """Labelled HTML pages from the shared data: each page's markup and URL with the snippets its main text must hold
-(`with`) and must not (`without`), whitespace-normalised, and how an extraction is scored against them. Read by the extraction benchmark,
-its regression test and the boilerplate classifier's trainer."""
+(`with`) and must not (`without`), whitespace-normalised, and how an extraction is scored against them. Read by the
+extraction benchmark, its regression test and the trainers of the boilerplate classifier and the block selector."""
 from __future__ import annotations
 
 import gzip

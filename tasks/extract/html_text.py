@@ -148,7 +148,7 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
     lists: list[list] = []  # open <ul>/<ol>: [tag, items seen]
 
     def next_block(**start) -> Block:
-        if current.parts and current.text:  # most blocks are empty: skip building their text
+        if current.text:
             blocks.append(current)
         return Block(preformatted=preformatted, **start)
 

@@ -36,8 +36,7 @@ def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.n
     """One row of FEATURE_NAMES per block of the whole page; `kept`: whether main content kept the block."""
     texts = [block.text for block in blocks]
     own = np.array([_own_features(block, text) for block, text in zip(blocks, texts)], dtype=np.float64)
-    own = own.reshape(len(blocks), 12)
-    chars, link_density = own[:, 0], own[:, 1]
+    chars, link_density, is_list_item, prose = own[:, 0], own[:, 1], own[:, 4], own[:, 11]
     count = len(blocks)
     kept_flags = np.asarray(kept, dtype=np.float64)
     log_chars = np.log1p(chars)
@@ -47,6 +46,7 @@ def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.n
     kept_at = np.flatnonzero(kept_flags)
     first_kept, last_kept = (kept_at[0], kept_at[-1]) if len(kept_at) else (count, -1)
     index = np.arange(count)
+    kept_nearby = _share_nearby(kept_flags, NEARBY)
     product_page = float(bool(_PRODUCT_JSON_LD.search(html)))
     columns = [
         log_chars, *own[:, 1:].T,
@@ -54,12 +54,11 @@ def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.n
         _shifted(link_density, 1, 1.0), _shifted(link_density, -1, 1.0), chars / page_chars,
         np.log([repeats[text] for text in texts]), kept_flags,
         (index < first_kept).astype(np.float64), (index > last_kept).astype(np.float64),
-        _share_nearby(kept_flags, NEARBY), np.full(count, kept_chars / page_chars),
-        np.full(count, np.log1p(kept_chars)),
+        kept_nearby, np.full(count, kept_chars / page_chars), np.full(count, np.log1p(kept_chars)),
         np.full(count, product_page), product_page * kept_flags, np.log1p(_distance_to_nearest(kept_flags)),
-        kept_flags * log_chars, kept_flags * link_density, kept_flags * own[:, 4], kept_flags * own[:, 11],
+        kept_flags * log_chars, kept_flags * link_density, kept_flags * is_list_item, kept_flags * prose,
+        (1 - kept_flags) * kept_nearby,
     ]
-    columns.append((1 - kept_flags) * columns[22])   # kept_share_nearby
     return np.column_stack(columns)
 
 
@@ -71,8 +70,7 @@ def _own_features(block, text: str) -> tuple[float, ...]:
     return (len(text), block.link_chars / chars, float(heading), float(ends_sentence), float(bool(block.prefix)),
             sum(map(text.count, "0123456789")) / chars, len(_CAPITALISED.findall(text)) / word_count,
             (chars + 1 - word_count) / word_count, sum(map(text.count, _MARKS)) / chars,  # spaces not counted
-            float(_YEAR.search(text) is not None),
-            text.count(",") / word_count,
+            float(_YEAR.search(text) is not None), text.count(",") / word_count,
             float(ends_sentence and not heading and len(words) >= PROSE_MIN_WORDS))  # block_features.reads_like_prose
 
 
