@@ -2,8 +2,8 @@
 WCXB word F1 per page type on held-out pages, and `with` recall / `without` leak on trafilatura_eval pages.
 
 The committed figures are the default's on this sample, measured when they were written (to refresh them after a
-change that improves the sample, print `sample_figures(load_sample(data_dir), HtmlTextConfig())`); the full-set figures are the
-extraction benchmark's (benchmarks/results/extraction_quality.json and extraction_wcxb.json).
+change that improves the sample, print `sample_figures(load_sample(data_dir), HtmlTextConfig())`); the full-set
+figures are the extraction benchmark's (benchmarks/results/extraction_quality.json and extraction_wcxb.json).
 """
 from __future__ import annotations
 
