@@ -60,6 +60,11 @@ class HtmlTextConfig(StrictModel):
     benchmarks/results/extraction_quality.md; off by default: on the model it changed nothing beyond seed noise
     (benchmarks/results/curation_quality.json, part 1)."""
 
+    block_selector: bool = False
+    """Choose the main content block by block from the whole page with the trained selector
+    (tasks/extract/block_selector.py: a logistic regression over each block's text, place, and whether
+    resiliparse's main content and the blocks around it were kept), instead of taking main content as it is."""
+
     max_main_content_depth: int = Field(default=256, ge=1)
     """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's
     main-content heuristics are quadratic in the depth (5,000 levels take ~0.7 s, 20,000 levels ~34 s), so one

@@ -36,23 +36,27 @@ def labelled_blocks(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
         blocks = page_blocks(page.html, config)
         for block, row in zip(blocks, block_features(blocks)):
             text = normalise(block.text)
-            boilerplate, main = _holds(text, page.without_snippets), _holds(text, page.with_snippets)
+            boilerplate, main = holds_snippet(text, page.without_snippets), holds_snippet(text, page.with_snippets)
             if boilerplate != main:
                 rows.append(row)
                 labels.append(int(boilerplate))
     return np.array(rows, dtype=np.float64), np.array(labels, dtype=np.float64)
 
 
-def _holds(text: str, snippets: list[str]) -> bool:
+def holds_snippet(text: str, snippets: list[str]) -> bool:
     return any(snippet in text or (len(text) >= MIN_PART_CHARS and text in snippet) for snippet in snippets)
 
 
-def fit(features: np.ndarray, labels: np.ndarray, steps: int = 50) -> tuple[float, np.ndarray]:
-    """(bias, weights) on the raw features of a class-balanced, L2-penalised logistic regression."""
+def fit(features: np.ndarray, labels: np.ndarray, steps: int = 50,
+        sample_weights: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """(bias, weights) on the raw features of a class-balanced, L2-penalised logistic regression; `sample_weights`
+    (default: all 1) weigh rows within their class, whose totals stay equal."""
     mean, scale = features.mean(axis=0), features.std(axis=0)
     scale[scale == 0] = 1.0
     design = np.hstack([np.ones((len(labels), 1)), (features - mean) / scale])
-    sample = np.where(labels == 1, 1.0 / labels.sum(), 1.0 / (len(labels) - labels.sum()))
+    row_weights = np.ones(len(labels)) if sample_weights is None else sample_weights
+    sample = row_weights * np.where(labels == 1, 1.0 / row_weights[labels == 1].sum(),
+                                    1.0 / row_weights[labels == 0].sum())
     penalty = np.full(design.shape[1], L2)
     penalty[0] = 0.0                                   # the intercept is not penalised
     theta = np.zeros(design.shape[1])

@@ -19,6 +19,7 @@ from resiliparse.parse.html import HTMLTree
 
 from configs.html import HtmlTextConfig
 from tasks.extract.block_features import reads_like_prose
+from tasks.extract.block_selector import kept_by_main_content, selected_blocks
 from tasks.extract.boilerplate_classifier import without_boilerplate
 
 _TAG = re.compile(r"<(/?)([a-z0-9]+)[^>]*>")
@@ -44,7 +45,12 @@ def _trafilatura_text(html: str, config: HtmlTextConfig) -> str:
 
 
 def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
-    blocks = page_blocks(html, config)
+    tree = HTMLTree.parse(html)
+    blocks = main_content_blocks(tree, config)
+    if config.block_selector:
+        candidates = selector_candidates(tree, blocks, config)
+        if candidates is not None:
+            blocks = selected_blocks(*candidates, html)
     if config.max_boilerplate_probability is not None:
         blocks = without_boilerplate(blocks, config.max_boilerplate_probability)
     return _joined(blocks)
@@ -53,7 +59,10 @@ def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
 def page_blocks(html: str, config: HtmlTextConfig) -> list[Block]:
     """The page's blocks after resiliparse and the rule filters (before the boilerplate classifier, whose
     training reads them): main content, or the whole page when that keeps more than a too-short main content."""
-    tree = HTMLTree.parse(html)
+    return main_content_blocks(HTMLTree.parse(html), config)
+
+
+def main_content_blocks(tree: HTMLTree, config: HtmlTextConfig) -> list[Block]:
     main_content = config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
     blocks = _render(tree, config, main_content=main_content)
     if main_content and _text_length(blocks) < config.fallback_min_chars:
@@ -61,6 +70,15 @@ def page_blocks(html: str, config: HtmlTextConfig) -> list[Block]:
         if _text_length(whole_page) > _text_length(blocks):
             blocks = whole_page
     return blocks
+
+
+def selector_candidates(tree: HTMLTree, main_content: list[Block],
+                        config: HtmlTextConfig) -> tuple[list[Block], list[bool]] | None:
+    """What the block selector chooses from (the whole page's blocks, no line filter) and which of them
+    `main_content` (page_blocks's) kept; None when there is nothing to choose from (see kept_by_main_content)."""
+    whole_page = _render(tree, config, main_content=False, filtered=False)
+    kept = kept_by_main_content(whole_page, main_content) if whole_page else None
+    return None if kept is None else (whole_page, kept)
 
 
 def _joined(blocks: list[Block]) -> str:
@@ -82,12 +100,14 @@ def _nests_deeper_than(tree: HTMLTree, depth: int) -> bool:
     return tree.document.query_selector(_depth_selector(depth)) is not None
 
 
-def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool) -> list[Block]:
+def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool, filtered: bool = True) -> list[Block]:
     markup = extract_plain_text(
         tree, preserve_formatting="minimal_html", links=True, main_content=main_content,
         comments=config.comments, alt_texts=config.alt_texts, form_fields=config.form_fields,
         noscript=config.noscript, post_meta=config.post_meta, skip_elements=config.skip_elements or None)
     blocks = parse_blocks(markup, config.list_bullets)
+    if not filtered:
+        return blocks
     if config.max_link_density is not None:
         blocks = [block for block in blocks if block.link_density <= config.max_link_density]
     if config.drop_orphan_headings:
