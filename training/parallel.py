@@ -92,11 +92,12 @@ def shard_model(model: torch.nn.Module, device: torch.device, compute_dtype: tor
     policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32) if compute_dtype \
         else MixedPrecisionPolicy()
     for name, block in list(model.blocks.named_children()):       # a list, or a pipeline stage's dict
-        if compile_scope == "blocks" and isinstance(next(block.parameters()), DTensor):
+        tensor_parallel = isinstance(next(block.parameters()), DTensor)       # split by training/tensor_parallel.py
+        if compile_scope == "blocks" and tensor_parallel:
             compile_tensor_parallel_block(block)
         if activation_checkpointing:
             block = checkpoint_wrapper(block)
-        if compile_scope == "blocks" and not isinstance(next(block.parameters()), DTensor):
+        if compile_scope == "blocks" and not tensor_parallel:
             block.compile()
         setattr(model.blocks, name, block)
         fully_shard(block, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard_after_forward)

@@ -71,6 +71,7 @@ class Trainer:
             else None
         self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype,
                                  self.loss_scale) if env.pipeline_parallel > 1 else None
+        self.stages = self.pipeline.group if self.pipeline else None    # the pipeline's ranks, for gradient norms
         if self.pipeline:
             self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
         else:
@@ -177,7 +178,7 @@ class Trainer:
         if self.loss_scale:
             self.loss_scale.unscale(self.optimizer)
         grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf,
-                                   self.pipeline.group if self.pipeline else None)
+                                   self.stages)
         return all_reduce_mean(torch.stack(losses).mean(), self.env.device), grad_norm
 
     def accumulate(self, accumulation: int) -> list[torch.Tensor]:
@@ -194,7 +195,7 @@ class Trainer:
             if probing:
                 noise.after_first_micro_batch(self.model, accumulation,
                                               self.loss_scale.scale if self.loss_scale else 1.0,
-                                              self.pipeline.group if self.pipeline else None)
+                                              self.stages)
         return losses
 
     def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int, sync: bool,
