@@ -12,7 +12,7 @@ from tasks.extract.selector_features import FEATURE_NAMES, selector_features
 
 
 def blocks(*texts: str) -> list[Block]:
-    return [Block(parts=[text]) for text in texts]
+    return [Block(text) for text in texts]
 
 
 def test_main_content_is_matched_in_order_among_the_whole_page_blocks():

@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import html as html_entities
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
@@ -117,49 +116,56 @@ def _render(tree: HTMLTree, config: HtmlTextConfig, main_content: bool, filtered
     return blocks
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     """One line of output: its text, how much of it is link text, and whether it is a heading."""
 
+    text: str
     heading_level: int = 0  # 1-6 for <h1>-<h6>, 0 otherwise
     prefix: str = ""  # list bullet
     preformatted: bool = False
-    parts: list[str] = field(default_factory=list)
     link_chars: int = 0
-
-    @cached_property
-    def text(self) -> str:  # read only once the block is complete
-        body = "".join(self.parts)
-        body = body.rstrip() if self.preformatted else body.strip()  # code keeps its indentation
-        return self.prefix + body if body else ""
+    body_chars: int = 0  # the text's characters without the bullet and the spaces at either end
 
     @property
     def link_density(self) -> float:
-        return self.link_chars / max(1, len("".join(self.parts).strip()))
+        return self.link_chars / max(1, self.body_chars)
 
 
 def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
-    """Split resiliparse's minimal-HTML output into non-empty blocks, counting link characters per block."""
+    """Split resiliparse's minimal-HTML output into non-empty blocks, counting link characters per block.
+
+    The block being read is kept in local variables and becomes a Block only when it has text: a page's markup
+    opens and closes several times more blocks than it fills.
+    """
     tokens = _tokens(markup)
     real_links = _links_with_text(tokens)
     blocks: list[Block] = []
-    current = Block()
-    in_link = preformatted = False
+    parts: list[str] = []
+    heading_level = link_chars = 0
+    prefix = ""
+    in_link = preformatted = block_preformatted = False
     lists: list[list] = []  # open <ul>/<ol>: [tag, items seen]
 
-    def next_block(**start) -> Block:
-        if current.text:
-            blocks.append(current)
-        return Block(preformatted=preformatted, **start)
+    def finish() -> None:
+        joined = "".join(parts)
+        body = joined.rstrip() if block_preformatted else joined.strip()  # code keeps its indentation
+        if body:
+            blocks.append(Block(prefix + body, heading_level, prefix, block_preformatted, link_chars,
+                                len(joined.strip())))
 
     for index, (kind, value) in enumerate(tokens):
         if kind == "text":
             for number, line in enumerate(value.split("\n")):
                 if number:  # a line break inside a block starts a new block of the same kind
-                    current = next_block(heading_level=current.heading_level)
-                current.parts.append(line)
-                if in_link:
-                    current.link_chars += len(line.strip())
+                    if parts:
+                        finish()
+                        parts, link_chars = [], 0
+                    prefix, block_preformatted = "", preformatted
+                if parts or block_preformatted or (line and not line.isspace()):  # else stripped off anyway
+                    parts.append(line)
+                    if in_link:
+                        link_chars += len(line.strip())
         elif value == "a":
             in_link = kind == "open" and index in real_links
         elif value in _BLOCK_TAGS:
@@ -170,26 +176,30 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
                     lists.append([value, 0])
                 elif lists:
                     lists.pop()
-            current = next_block(heading_level=current.heading_level if value == "br" else 0)
+            if parts:
+                finish()
+                parts, link_chars = [], 0
+            prefix, block_preformatted = "", preformatted
+            if value != "br":
+                heading_level = 0
             if kind == "open" and value[0] == "h" and value != "br":
-                current.heading_level = int(value[1])
+                heading_level = int(value[1])
             elif kind == "open" and value == "li" and list_bullets:
-                current.prefix = _bullet(lists)
-    next_block()
+                prefix = _bullet(lists)
+    finish()
     return blocks
 
 
 def _tokens(markup: str) -> list[tuple[str, str]]:
     """("text", unescaped text) and ("open" | "close", tag name) in document order."""
+    pieces = _TAG.split(markup)  # text, "/" or "", tag name, text, ..., text: no match objects to build
     tokens: list[tuple[str, str]] = []
-    position = 0
-    for match in _TAG.finditer(markup):
-        if match.start() > position:
-            tokens.append(("text", html_entities.unescape(markup[position:match.start()])))
-        tokens.append(("close" if match.group(1) else "open", match.group(2)))
-        position = match.end()
-    if position < len(markup):
-        tokens.append(("text", html_entities.unescape(markup[position:])))
+    for index in range(0, len(pieces) - 1, 3):
+        if pieces[index]:
+            tokens.append(("text", html_entities.unescape(pieces[index])))
+        tokens.append(("close" if pieces[index + 1] else "open", pieces[index + 2]))
+    if pieces[-1]:
+        tokens.append(("text", html_entities.unescape(pieces[-1])))
     return tokens
 
 

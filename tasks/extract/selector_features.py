@@ -2,7 +2,8 @@
 the block itself (length, links, punctuation, shape), its place among the page's blocks, whether resiliparse's
 main-content extraction kept it and how much of its neighbourhood it kept, how often its text repeats on the page
 (menus, item lists) and whether the page describes a product (JSON-LD). One pass of Python over the blocks for
-what only the text gives, numpy for the rest: the page has ~175 blocks on average, and this runs on every page."""
+what only the text gives, numpy for the rest: the page has ~175 blocks on average, and this runs on every page.
+Character counts come from one array of the page's code points rather than a Python pass per block."""
 from __future__ import annotations
 
 import re
@@ -13,8 +14,9 @@ import numpy as np
 
 from tasks.extract.block_features import PROSE_MIN_WORDS, SENTENCE_END
 
-_MARKS = "|©@#:/"                            # separators of menus, bylines, credits and URLs
-_CAPITALISED = re.compile(r"(?:^|\s)[A-ZÀ-ÖØ-Þ]")  # a word starting with a Latin capital
+_MARKS = np.array([ord(mark) for mark in "|©@#:/"], dtype=np.uint32)  # separators of menus, bylines, URLs
+_CAPITALS = ((ord("A"), ord("Z")), (ord("À"), ord("Ö")), (ord("Ø"), ord("Þ")))  # Latin capitals start a word
+_WHITESPACE = np.array([code for code in range(0x3001) if chr(code).isspace()], dtype=np.uint32)  # str.split's
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _PRODUCT_JSON_LD = re.compile(r'"@type"\s*:\s*"Product"')
 _SENTENCE_END_REACH = 8                     # a sentence's end mark and the quotes or brackets after it
@@ -35,7 +37,7 @@ FEATURE_NAMES = (
 def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.ndarray:
     """One row of FEATURE_NAMES per block of the whole page; `kept`: whether main content kept the block."""
     texts = [block.text for block in blocks]
-    own = np.array([_own_features(block, text) for block, text in zip(blocks, texts)], dtype=np.float64)
+    own = _own_features(blocks, texts)
     chars, link_density, is_list_item, prose = own[:, 0], own[:, 1], own[:, 4], own[:, 11]
     count = len(blocks)
     kept_flags = np.asarray(kept, dtype=np.float64)
@@ -62,16 +64,43 @@ def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.n
     return np.column_stack(columns)
 
 
-def _own_features(block, text: str) -> tuple[float, ...]:
-    words = text.split()
-    chars, word_count = max(1, len(text)), max(1, len(words))
-    heading = block.heading_level > 0
-    ends_sentence = SENTENCE_END.search(text[-_SENTENCE_END_REACH:]) is not None
-    return (len(text), block.link_chars / chars, float(heading), float(ends_sentence), float(bool(block.prefix)),
-            sum(map(text.count, "0123456789")) / chars, len(_CAPITALISED.findall(text)) / word_count,
-            (chars + 1 - word_count) / word_count, sum(map(text.count, _MARKS)) / chars,  # spaces not counted
-            float(_YEAR.search(text) is not None), text.count(",") / word_count,
-            float(ends_sentence and not heading and len(words) >= PROSE_MIN_WORDS))  # block_features.reads_like_prose
+def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
+    """The columns of FEATURE_NAMES from log_chars (here: chars) to reads_like_prose, one row per block."""
+    count = len(texts)
+    codes = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    block_of = np.cumsum(codes == ord("\n"))     # block texts hold no line break: it separates them
+    space = np.isin(codes, _WHITESPACE)
+    word_start = ~space & np.concatenate([[True], space[:-1]])
+    capital = np.zeros(len(codes), dtype=bool)
+    for low, high in _CAPITALS:
+        capital |= (codes >= low) & (codes <= high)
+
+    def per_block(flags: np.ndarray) -> np.ndarray:
+        return np.bincount(block_of[flags], minlength=count).astype(np.float64)
+
+    lengths = np.array([len(text) for text in texts], dtype=np.float64)
+    chars, words = np.maximum(1.0, lengths), per_block(word_start)
+    word_count = np.maximum(1.0, words)
+    heading = np.array([block.heading_level > 0 for block in blocks], dtype=np.float64)
+    ends_sentence = np.array([SENTENCE_END.search(text[-_SENTENCE_END_REACH:]) is not None for text in texts],
+                             dtype=np.float64)
+    return np.column_stack([
+        lengths, np.array([block.link_chars for block in blocks]) / chars, heading, ends_sentence,
+        np.array([bool(block.prefix) for block in blocks], dtype=np.float64),
+        per_block((codes >= ord("0")) & (codes <= ord("9"))) / chars, per_block(word_start & capital) / word_count,
+        (chars + 1 - word_count) / word_count, per_block(np.isin(codes, _MARKS)) / chars,  # spaces not counted
+        _has_year(texts), per_block(codes == ord(",")) / word_count,
+        ends_sentence * (1 - heading) * (words >= PROSE_MIN_WORDS),  # block_features.reads_like_prose
+    ]).reshape(count, 12)
+
+
+def _has_year(texts: list[str]) -> np.ndarray:
+    """1.0 for the blocks whose text holds a year of 1900-2099, from one search of the joined text."""
+    starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
+    flags = np.zeros(len(texts))
+    found = [match.start() for match in _YEAR.finditer("\n".join(texts))]
+    flags[np.searchsorted(starts, found, side="right") - 1] = 1.0
+    return flags
 
 
 def _shifted(values: np.ndarray, by: int, fill: float) -> np.ndarray:
