@@ -1,6 +1,6 @@
 """Train the main-content block selector and write tasks/extract/block_selector_weights.py.
 
-    .venv/bin/python -m dev.block_selector        # ~90 s
+    .venv/bin/python -m dev.block_selector        # ~60 s
 
 Training data: the whole page's blocks (html_text.selector_candidates) of
 - the WCXB training split's pages with a gold main text (dev/wcxb.py; the held-out sites are never read): a block
@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import textwrap
+import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +37,13 @@ from dev.boilerplate_classifier import fit, holds_snippet, module_header
 from dev.gold_pages import Page, load_trafilatura_eval, normalise, score
 from dev.wcxb import has_gold, load_wcxb, site_of, tokens, train_pages, word_f1
 from storage.locations import shared_data_dir
-from tasks.extract.block_selector import Forest, forest, probabilities
+from tasks.extract.block_selector import forest, probabilities
 from tasks.extract.html_text import main_content_blocks, selector_candidates
 from tasks.extract.selector_features import FEATURE_NAMES, selector_features
 
 WEIGHTS_MODULE = Path(__file__).resolve().parents[1] / "tasks" / "extract" / "block_selector_weights.py"
 GOLD_TRIGRAM_SHARE = 0.5
-TRAFILATURA_WEIGHT = 10.0      # cross-validated F1 at its threshold 0.835 (30: 0.834)
+TRAFILATURA_WEIGHT = 10.0      # the logistic regression's cross-validated F1 at its threshold 0.835 (30: 0.834)
 FOLDS = 5
 THRESHOLDS = tuple(round(0.3 + 0.05 * step, 2) for step in range(9))     # 0.3 ... 0.7
 # Few, shallow trees: inference costs max_depth gathers over (ROUNDS, blocks). Tuned a little by the same
@@ -55,6 +56,7 @@ TREE_PARAMETERS = {"objective": "binary", "num_leaves": 15, "max_depth": 4, "min
 ROUNDS = 150
 MAX_DEVIATION = 1e-9           # of the numpy evaluation's probabilities from LightGBM's
 Predictor = Callable[[np.ndarray], np.ndarray]     # selector features -> probabilities of main content
+TIMED_BLOCKS = 175             # the mean page's whole-page blocks (tasks/extract/selector_features.py)
 
 
 @dataclass
@@ -150,7 +152,7 @@ def checked(booster: lightgbm.Booster, pages: list[CandidatePage]) -> list[tuple
     trees = trees_of(booster)
     model = forest(trees)
     rows = [page.features for page in pages if page.blocks]
-    deviation = np.abs(np.concatenate([probabilities(model, page) for page in rows])
+    deviation = np.abs(np.concatenate([probabilities(model, features) for features in rows])
                        - booster.predict(np.vstack(rows))).max()
     if deviation > MAX_DEVIATION:
         raise AssertionError(f"the numpy trees deviate from LightGBM's by {deviation:.3g}")
@@ -180,7 +182,7 @@ def texts_at(pages: list[CandidatePage], predict: Predictor, threshold: float) -
 
 
 def cross_validated_scores(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
-                           train=tree_predictor) -> dict[float, dict[str, list[float]]]:
+                           train: Callable[..., Predictor] = tree_predictor) -> dict[float, dict[str, list[float]]]:
     """WCXB word F1 per threshold and page type, each page scored by the model fitted without its site's fold."""
     scores: dict[float, dict[str, list[float]]] = {threshold: {} for threshold in THRESHOLDS}
     for fold in range(FOLDS):
@@ -194,7 +196,7 @@ def cross_validated_scores(wcxb: list[CandidatePage], trafilatura: list[Candidat
 
 
 def cross_validated_f1(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
-                       train=tree_predictor) -> dict[float, float]:
+                       train: Callable[..., Predictor] = tree_predictor) -> dict[float, float]:
     """WCXB word F1 per threshold, each page scored by the model fitted without its site's fold."""
     return {threshold: fmean(sum(by_type.values(), []))
             for threshold, by_type in cross_validated_scores(wcxb, trafilatura, train).items()}
@@ -273,7 +275,14 @@ def main() -> int:
     trees, threshold, blocks = trained(wcxb, trafilatura, cv_f1)       # the trees' cv_f1, computed last
     WEIGHTS_MODULE.write_text(module_source(trees, threshold, blocks))
     print(f"{blocks} blocks, {len(trees)} trees, threshold {threshold} -> {WEIGHTS_MODULE}")
+    print(f"numpy evaluation: {evaluation_ms(forest(trees), wcxb):.2f} ms for a page of {TIMED_BLOCKS} blocks")
     return 0
+
+
+def evaluation_ms(model, pages: list[CandidatePage]) -> float:
+    """The fastest of repeated evaluations of the page with the block count nearest TIMED_BLOCKS, in ms."""
+    rows = min((page.features for page in pages if page.blocks), key=lambda rows: abs(len(rows) - TIMED_BLOCKS))
+    return min(timeit.repeat(lambda: probabilities(model, rows), number=200, repeat=5)) / 200 * 1e3
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def test_the_numpy_trees_give_lightgbms_probabilities():
 
 def test_retraining_gives_the_committed_selector(data_dir):
     """The trees and the threshold are generated from the shared data, not tuned by hand: the trainer reproduces
-    the weights file byte for byte (~60 s: it extracts ~1,500 pages, fits LightGBM six times and
+    the weights file byte for byte (~45 s: it extracts ~1,500 pages, fits LightGBM six times and
     cross-validates)."""
     from dev.block_selector import WEIGHTS_MODULE, candidate_pages, module_source, trained
 
