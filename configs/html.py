@@ -62,8 +62,9 @@ class HtmlTextConfig(StrictModel):
 
     block_selector: bool = False
     """Choose the main content block by block from the whole page with the trained selector
-    (tasks/extract/block_selector.py: a logistic regression over each block's text, place, and whether
-    resiliparse's main content and the blocks around it were kept), instead of taking main content as it is."""
+    (tasks/extract/block_selector.py: a small gradient-boosted tree ensemble over each block's text, place, and
+    whether resiliparse's main content and the blocks around it were kept), instead of taking main content as it
+    is."""
 
     max_main_content_depth: int = Field(default=256, ge=1)
     """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's

@@ -1,6 +1,6 @@
 """Train the main-content block selector and write tasks/extract/block_selector_weights.py.
 
-    .venv/bin/python -m dev.block_selector        # ~45 s
+    .venv/bin/python -m dev.block_selector        # ~60 s
 
 Training data: the whole page's blocks (html_text.selector_candidates) of
 - the WCXB training split's pages with a gold main text (dev/wcxb.py; the held-out sites are never read): a block
@@ -9,34 +9,54 @@ Training data: the whole page's blocks (html_text.selector_candidates) of
 - the even-indexed trafilatura_eval gold pages (the odd ones stay held out, as for every other extraction
   threshold), labelled by their snippets as in dev/boilerplate_classifier.py and weighted TRAFILATURA_WEIGHT a
   block: WCXB's gold keeps more of a page than trafilatura_eval's, whose leak the default must not raise.
-The model is dev/boilerplate_classifier.py's logistic regression. The threshold is the one of THRESHOLDS with the
-best WCXB word F1 in 5-fold cross-validation over the training split's sites (`fold_of`), among those at which the
-fitted model's trafilatura_eval even-page leak and recall are no worse than the default extraction's without it.
+The model is a small gradient-boosted tree ensemble (LightGBM, TREE_PARAMETERS: deterministic, one thread), classes
+weighted to equal total weight as in dev/boilerplate_classifier.py's logistic regression, which it replaced (main
+prints both's cross-validated F1). The threshold is the one of THRESHOLDS with the best WCXB word F1 in 5-fold
+cross-validation over the training split's sites (`fold_of`), among those at which the fitted model's
+trafilatura_eval even-page leak and recall are no worse than the default extraction's without it. The written trees
+are checked to give LightGBM's probabilities (to MAX_DEVIATION) on every training block through
+tasks/extract/block_selector.py's numpy evaluation.
 """
 from __future__ import annotations
 
 import hashlib
 import sys
+import textwrap
+import timeit
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
+import lightgbm
 import numpy as np
 from resiliparse.parse.html import HTMLTree
 
 from configs.html import HtmlTextConfig
-from dev.boilerplate_classifier import fit, holds_snippet, weights_module_source
+from dev.boilerplate_classifier import fit, holds_snippet, module_header
 from dev.gold_pages import Page, load_trafilatura_eval, normalise, score
 from dev.wcxb import has_gold, load_wcxb, site_of, tokens, train_pages, word_f1
 from storage.locations import shared_data_dir
+from tasks.extract.block_selector import forest, probabilities
 from tasks.extract.html_text import main_content_blocks, selector_candidates
 from tasks.extract.selector_features import FEATURE_NAMES, selector_features
 
 WEIGHTS_MODULE = Path(__file__).resolve().parents[1] / "tasks" / "extract" / "block_selector_weights.py"
 GOLD_TRIGRAM_SHARE = 0.5
-TRAFILATURA_WEIGHT = 10.0      # cross-validated F1 at its threshold 0.835 (30: 0.834)
+TRAFILATURA_WEIGHT = 10.0      # the logistic regression's cross-validated F1 at its threshold 0.835 (30: 0.834)
 FOLDS = 5
 THRESHOLDS = tuple(round(0.3 + 0.05 * step, 2) for step in range(9))     # 0.3 ... 0.7
+# Few, shallow trees: inference costs max_depth gathers over (ROUNDS, blocks). Tuned a little by the same
+# cross-validation on the training split (best F1 over thresholds): max_depth 4 0.845, 3 0.844, 5 0.844, 6 0.844,
+# none 0.845 (but ~13 levels to evaluate); 7 leaves 0.844; 100 rounds at rate 0.15 0.844; min_data_in_leaf 20 or
+# 100, lambda_l2 1, rate 0.07: 0.844 each (differences of 0.001 are within noise); the logistic regression 0.837.
+TREE_PARAMETERS = {"objective": "binary", "num_leaves": 15, "max_depth": 4, "min_data_in_leaf": 50,
+                   "learning_rate": 0.1, "deterministic": True, "num_threads": 1, "force_row_wise": True,
+                   "seed": 0, "verbose": -1}
+ROUNDS = 150
+MAX_DEVIATION = 1e-9           # of the numpy evaluation's probabilities from LightGBM's
+Predictor = Callable[[np.ndarray], np.ndarray]     # selector features -> probabilities of main content
+TIMED_BLOCKS = 175             # the mean page's whole-page blocks (tasks/extract/selector_features.py)
 
 
 @dataclass
@@ -103,38 +123,91 @@ def training_set(wcxb: list[CandidatePage], trafilatura: list[CandidatePage]) ->
     return features[known], labels[known], weights[known]
 
 
-def texts_at(pages: list[CandidatePage], model: tuple[float, np.ndarray], threshold: float) -> list[str]:
-    bias, weights = model
+def fit_trees(features: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> lightgbm.Booster:
+    """The ensemble, rows weighted within their class and the classes to equal total weight (as `fit`), scaled to
+    a mean of 1 so that min_data_in_leaf and the hessian bounds read as for unweighted rows."""
+    balanced = weights * np.where(labels == 1, 1.0 / weights[labels == 1].sum(), 1.0 / weights[labels == 0].sum())
+    data = lightgbm.Dataset(features, labels, weight=balanced * len(labels) / 2.0, params={"verbose": -1})
+    return lightgbm.train(TREE_PARAMETERS, data, num_boost_round=ROUNDS)
+
+
+def trees_of(booster: lightgbm.Booster) -> list[tuple]:
+    """The booster's trees as tasks/extract/block_selector.forest reads them, from its text model (which writes
+    thresholds and leaf values to 17 digits: exact)."""
+    trees = []
+    for text in booster.model_to_string().split("\nTree=")[1:]:
+        fields = dict(line.split("=", 1) for line in text.split("\n\n")[0].split("\n")[1:])
+        numbers = {name: fields[name].split() if name in fields else [] for name in
+                   ("split_feature", "threshold", "decision_type", "left_child", "right_child", "leaf_value")}
+        if any(int(kind) & ~2 for kind in numbers["decision_type"]):   # only `<=` splits, no missing values
+            raise ValueError("a categorical split or one with a missing-value direction: not evaluated")
+        trees.append((tuple(map(int, numbers["split_feature"])), tuple(map(float, numbers["threshold"])),
+                      tuple(map(int, numbers["left_child"])), tuple(map(int, numbers["right_child"])),
+                      tuple(map(float, numbers["leaf_value"]))))
+    return trees
+
+
+def checked(booster: lightgbm.Booster, pages: list[CandidatePage]) -> list[tuple]:
+    """trees_of(booster), once their numpy evaluation gives LightGBM's probabilities on the pages' blocks."""
+    trees = trees_of(booster)
+    model = forest(trees)
+    rows = [page.features for page in pages if page.blocks]
+    deviation = np.abs(np.concatenate([probabilities(model, features) for features in rows])
+                       - booster.predict(np.vstack(rows))).max()
+    if deviation > MAX_DEVIATION:
+        raise AssertionError(f"the numpy trees deviate from LightGBM's by {deviation:.3g}")
+    return trees
+
+
+def tree_predictor(features: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> Predictor:
+    model = forest(trees_of(fit_trees(features, labels, weights)))
+    return lambda rows: probabilities(model, rows)
+
+
+def linear_predictor(features: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> Predictor:
+    """The logistic regression the trees replaced, for comparison."""
+    bias, coefficients = fit(features, labels, sample_weights=weights)
+    return lambda rows: 1.0 / (1.0 + np.exp(-(bias + rows @ coefficients)))
+
+
+def texts_at(pages: list[CandidatePage], predict: Predictor, threshold: float) -> list[str]:
     texts = []
     for page in pages:
         if page.blocks is None:
             texts.append(page.default_text)
             continue
-        probabilities = 1.0 / (1.0 + np.exp(-(bias + page.features @ weights)))
-        texts.append("\n".join(block.text for block, p in zip(page.blocks, probabilities) if p > threshold))
+        kept = predict(page.features) > threshold
+        texts.append("\n".join(block.text for block, keep in zip(page.blocks, kept) if keep))
     return texts
 
 
-def cross_validated_f1(wcxb: list[CandidatePage], trafilatura: list[CandidatePage]) -> dict[float, float]:
-    """WCXB word F1 per threshold, each page scored by the model fitted without its site's fold."""
-    scores: dict[float, list[float]] = {threshold: [] for threshold in THRESHOLDS}
+def cross_validated_scores(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
+                           train: Callable[..., Predictor] = tree_predictor) -> dict[float, dict[str, list[float]]]:
+    """WCXB word F1 per threshold and page type, each page scored by the model fitted without its site's fold."""
+    scores: dict[float, dict[str, list[float]]] = {threshold: {} for threshold in THRESHOLDS}
     for fold in range(FOLDS):
         fitted = [page for page in wcxb if fold_of(page.page) != fold]
         tested = [page for page in wcxb if fold_of(page.page) == fold]
-        features, labels, weights = training_set(fitted, trafilatura)
-        model = fit(features, labels, sample_weights=weights)
+        predict = train(*training_set(fitted, trafilatura))
         for threshold in THRESHOLDS:
-            scores[threshold] += [word_f1(text, page.page.main_content)
-                                  for page, text in zip(tested, texts_at(tested, model, threshold))]
-    return {threshold: fmean(values) for threshold, values in scores.items()}
+            for page, text in zip(tested, texts_at(tested, predict, threshold)):
+                scores[threshold].setdefault(page.page.page_type, []).append(word_f1(text, page.page.main_content))
+    return scores
 
 
-def chosen_threshold(cv_f1: dict[float, float], model, trafilatura: list[CandidatePage]) -> float:
+def cross_validated_f1(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
+                       train: Callable[..., Predictor] = tree_predictor) -> dict[float, float]:
+    """WCXB word F1 per threshold, each page scored by the model fitted without its site's fold."""
+    return {threshold: fmean(sum(by_type.values(), []))
+            for threshold, by_type in cross_validated_scores(wcxb, trafilatura, train).items()}
+
+
+def chosen_threshold(cv_f1: dict[float, float], predict: Predictor, trafilatura: list[CandidatePage]) -> float:
     pages = [page.page for page in trafilatura]
     today = score(pages, [page.default_text for page in trafilatura])
     allowed = []
     for threshold in THRESHOLDS:
-        figures = score(pages, texts_at(trafilatura, model, threshold))
+        figures = score(pages, texts_at(trafilatura, predict, threshold))
         print(f"threshold {threshold}: WCXB cross-validated F1 {cv_f1[threshold]:.4f}, trafilatura_eval even "
               f"recall {figures['recall']:.4f} leak {figures['leak']:.4f} (default {today['recall']:.4f} "
               f"{today['leak']:.4f})")
@@ -153,24 +226,63 @@ def candidate_pages(data_dir: Path) -> tuple[list[CandidatePage], list[Candidate
     return wcxb, trafilatura
 
 
-def module_source(bias: float, weights: np.ndarray, threshold: float, blocks: int) -> str:
-    return weights_module_source(
-        f"Generated by dev/block_selector.py: do not edit. A logistic regression on\n"
+def module_source(trees: list[tuple], threshold: float, blocks: int) -> str:
+    header = module_header(
+        f"Generated by dev/block_selector.py: do not edit. A gradient-boosted tree ensemble (LightGBM) on\n"
         f"tasks/extract/selector_features.py, fitted on {blocks} labelled blocks of the WCXB training split\n"
         f"and the even-indexed trafilatura_eval gold pages; THRESHOLD chosen by cross-validation.", FEATURE_NAMES,
-        weights, {"THRESHOLD": threshold, "BIAS": bias})
+        {"THRESHOLD": threshold})
+    return (f"{header}# per tree: split features, thresholds (a value <= the threshold goes left), left and right\n"
+            f"# children (>= 0: a split, < 0: leaf ~child), leaf values; a block's log-odds is the sum of its leaves\n"
+            f"TREES = (\n{''.join(_tree_source(tree) for tree in trees)})\n")
+
+
+def _tree_source(tree: tuple) -> str:
+    return "    (\n" + "".join(_tuple_source(values, "        ") for values in tree) + "    ),\n"
+
+
+def _tuple_source(values: tuple, indent: str) -> str:
+    """`values` as a tuple literal, one line or wrapped at 120 characters."""
+    items = ", ".join(map(repr, values)) + ("," if len(values) == 1 else "")
+    lines = textwrap.wrap(f"({items}),", 120 - len(indent), break_long_words=False, break_on_hyphens=False,
+                          subsequent_indent=" ")
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+def trained(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
+            cv_f1: dict[float, float] | None = None) -> tuple[list[tuple], float, int]:
+    """The trees, their threshold and how many labelled blocks they were fitted on (`cv_f1`: the trees'
+    cross_validated_f1, when already computed)."""
+    features, labels, weights = training_set(wcxb, trafilatura)
+    trees = checked(fit_trees(features, labels, weights), wcxb + trafilatura)
+    model = forest(trees)
+    threshold = chosen_threshold(cv_f1 or cross_validated_f1(wcxb, trafilatura),
+                                 lambda rows: probabilities(model, rows), trafilatura)
+    return trees, threshold, len(labels)
 
 
 def main() -> int:
     wcxb, trafilatura = candidate_pages(shared_data_dir())
-    features, labels, weights = training_set(wcxb, trafilatura)
-    model = fit(features, labels, sample_weights=weights)
     print(f"default extraction: WCXB training split F1 "
           f"{fmean(word_f1(page.default_text, page.page.main_content) for page in wcxb):.4f}")
-    threshold = chosen_threshold(cross_validated_f1(wcxb, trafilatura), model, trafilatura)
-    WEIGHTS_MODULE.write_text(module_source(*model, threshold, len(labels)))
-    print(f"{len(labels)} blocks, threshold {threshold} -> {WEIGHTS_MODULE}")
+    cv_f1 = {}
+    for name, train in (("logistic regression", linear_predictor), ("trees", tree_predictor)):
+        by_type = cross_validated_scores(wcxb, trafilatura, train)
+        cv_f1 = {threshold: fmean(sum(scores.values(), [])) for threshold, scores in by_type.items()}
+        best = max(THRESHOLDS, key=cv_f1.__getitem__)
+        print(f"{name}: best cross-validated WCXB F1 {cv_f1[best]:.4f} at {best} ("
+              + ", ".join(f"{kind} {fmean(values):.3f}" for kind, values in sorted(by_type[best].items())) + ")")
+    trees, threshold, blocks = trained(wcxb, trafilatura, cv_f1)       # the trees' cv_f1, computed last
+    WEIGHTS_MODULE.write_text(module_source(trees, threshold, blocks))
+    print(f"{blocks} blocks, {len(trees)} trees, threshold {threshold} -> {WEIGHTS_MODULE}")
+    print(f"numpy evaluation: {evaluation_ms(forest(trees), wcxb):.2f} ms for a page of {TIMED_BLOCKS} blocks")
     return 0
+
+
+def evaluation_ms(model, pages: list[CandidatePage]) -> float:
+    """The fastest of repeated evaluations of the page with the block count nearest TIMED_BLOCKS, in ms."""
+    rows = min((page.features for page in pages if page.blocks), key=lambda rows: abs(len(rows) - TIMED_BLOCKS))
+    return min(timeit.repeat(lambda: probabilities(model, rows), number=200, repeat=5)) / 200 * 1e3
 
 
 if __name__ == "__main__":

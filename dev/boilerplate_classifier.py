@@ -83,10 +83,15 @@ def weights_module_source(docstring: str, feature_names: tuple[str, ...], weight
                           constants: dict[str, float]) -> str:
     """A generated weights module: its docstring, FEATURES, the `constants` in order, and WEIGHTS (one per feature,
     named in a comment)."""
-    names = "\n".join(f"    {name!r}," for name in feature_names)
     rows = "\n".join(f"    {weight!r},   # {name}" for name, weight in zip(feature_names, weights.tolist()))
+    return f"{module_header(docstring, feature_names, constants)}WEIGHTS = (\n{rows}\n)\n"
+
+
+def module_header(docstring: str, feature_names: tuple[str, ...], constants: dict[str, float]) -> str:
+    """A generated module's docstring, FEATURES and `constants` in order (floats written to round-trip)."""
+    names = "\n".join(f"    {name!r}," for name in feature_names)
     values = "".join(f"{name} = {value!r}\n" for name, value in constants.items())
-    return f'"""{docstring}"""\nFEATURES = (\n{names}\n)\n{values}WEIGHTS = (\n{rows}\n)\n'
+    return f'"""{docstring}"""\nFEATURES = (\n{names}\n)\n{values}'
 
 
 def main() -> int:
