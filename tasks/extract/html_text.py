@@ -138,8 +138,9 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
     The block being read is kept in local variables and becomes a Block only when it has text: a page's markup
     opens and closes several times more blocks than it fills.
     """
-    tokens = _tokens(markup)
-    real_links = _links_with_text(tokens)
+    pieces = _TAG.split(markup)  # text, "/" or "", tag name, text, ..., text: no match objects to build
+    texts, closing, names = pieces[0::3], pieces[1::3], pieces[2::3]
+    real_links = _links_with_text(closing, names)
     blocks: list[Block] = []
     parts: list[str] = []
     heading_level = link_chars = 0
@@ -154,9 +155,9 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
             blocks.append(Block(prefix + body, heading_level, prefix, block_preformatted, link_chars,
                                 len(joined.strip())))
 
-    for index, (kind, value) in enumerate(tokens):
-        if kind == "text":
-            for number, line in enumerate(value.split("\n")):
+    for index, text in enumerate(texts):  # the text before tag `index`, the tag
+        if text:
+            for number, line in enumerate(html_entities.unescape(text).split("\n")):
                 if number:  # a line break inside a block starts a new block of the same kind
                     if parts:
                         finish()
@@ -166,13 +167,16 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
                     parts.append(line)
                     if in_link:
                         link_chars += len(line.strip())
-        elif value == "a":
-            in_link = kind == "open" and index in real_links
+        if index == len(names):
+            break
+        value, opening = names[index], not closing[index]
+        if value == "a":
+            in_link = opening and index in real_links
         elif value in _BLOCK_TAGS:
             if value == "pre":
-                preformatted = kind == "open"
+                preformatted = opening
             if value in ("ul", "ol"):
-                if kind == "open":
+                if opening:
                     lists.append([value, 0])
                 elif lists:
                     lists.pop()
@@ -182,44 +186,22 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
             prefix, block_preformatted = "", preformatted
             if value != "br":
                 heading_level = 0
-            if kind == "open" and value[0] == "h" and value != "br":
+            if opening and value[0] == "h" and value != "br":
                 heading_level = int(value[1])
-            elif kind == "open" and value == "li" and list_bullets:
+            elif opening and value == "li" and list_bullets:
                 prefix = _bullet(lists)
     finish()
     return blocks
 
 
-def _tokens(markup: str) -> list[tuple[str, str]]:
-    """("text", unescaped text) and ("open" | "close", tag name) in document order."""
-    pieces = _TAG.split(markup)  # text, "/" or "", tag name, text, ..., text: no match objects to build
-    tokens: list[tuple[str, str]] = []
-    for index in range(0, len(pieces) - 1, 3):
-        if pieces[index]:
-            tokens.append(("text", html_entities.unescape(pieces[index])))
-        tokens.append(("close" if pieces[index + 1] else "open", pieces[index + 2]))
-    if pieces[-1]:
-        tokens.append(("text", html_entities.unescape(pieces[-1])))
-    return tokens
-
-
-def _links_with_text(tokens: list[tuple[str, str]]) -> set[int]:
-    """Indexes of the <a> tokens that have a closing </a>.
+def _links_with_text(closing: list[str], names: list[str]) -> set[int]:
+    """Indexes of the <a> tags that have a closing </a> (`closing`: "/" for a closing tag, per tag).
 
     resiliparse writes no </a> for a link without text, and links never nest, so an <a> followed by
     another <a> before any </a> was empty: the text after it is not link text.
     """
-    closed: set[int] = set()
-    pending: int | None = None
-    for index, (kind, value) in enumerate(tokens):
-        if value != "a" or kind == "text":
-            continue
-        if kind == "open":
-            pending = index
-        elif pending is not None:
-            closed.add(pending)
-            pending = None
-    return closed
+    links = [index for index, name in enumerate(names) if name == "a"]
+    return {link for link, following in zip(links, links[1:]) if not closing[link] and closing[following]}
 
 
 def _bullet(lists: list[list]) -> str:

@@ -14,9 +14,22 @@ import numpy as np
 
 from tasks.extract.block_features import PROSE_MIN_WORDS, SENTENCE_END
 
-_MARKS = np.array([ord(mark) for mark in "|©@#:/"], dtype=np.uint32)  # separators of menus, bylines, URLs
-_CAPITALS = ((ord("A"), ord("Z")), (ord("À"), ord("Ö")), (ord("Ø"), ord("Þ")))  # Latin capitals start a word
-_WHITESPACE = np.array([code for code in range(0x3001) if chr(code).isspace()], dtype=np.uint32)  # str.split's
+SPACE, CAPITAL, DIGIT, MARK, COMMA = 1, 2, 4, 8, 16   # a code point's classes, as bits of _CLASSES
+
+
+def _code_point_classes() -> np.ndarray:
+    """The classes of every code point up to U+3000, the last whitespace of str.split; one entry past it for the
+    rest (none): a table that one gather reads for a whole page."""
+    classes = np.zeros(0x3002, dtype=np.uint8)
+    for code in range(0x3001):
+        character = chr(code)
+        classes[code] = (SPACE * character.isspace() + DIGIT * ("0" <= character <= "9") + COMMA * (character == ",")
+                         + MARK * (character in "|©@#:/")   # separators of menus, bylines, credits and URLs
+                         + CAPITAL * ("A" <= character <= "Z" or "À" <= character <= "Þ" and character != "×"))
+    return classes
+
+
+_CLASSES = _code_point_classes()
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _PRODUCT_JSON_LD = re.compile(r'"@type"\s*:\s*"Product"')
 _SENTENCE_END_REACH = 8                     # a sentence's end mark and the quotes or brackets after it
@@ -69,14 +82,15 @@ def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
     count = len(texts)
     codes = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     block_of = np.cumsum(codes == ord("\n"))     # block texts hold no line break: it separates them
-    space = np.isin(codes, _WHITESPACE)
+    classes = _CLASSES[np.minimum(codes, len(_CLASSES) - 1)]
+    space = (classes & SPACE).astype(bool)
     word_start = ~space & np.concatenate([[True], space[:-1]])
-    capital = np.zeros(len(codes), dtype=bool)
-    for low, high in _CAPITALS:
-        capital |= (codes >= low) & (codes <= high)
 
     def per_block(flags: np.ndarray) -> np.ndarray:
         return np.bincount(block_of[flags], minlength=count).astype(np.float64)
+
+    def of_class(bit: int) -> np.ndarray:
+        return per_block((classes & bit).astype(bool))
 
     lengths = np.array([len(text) for text in texts], dtype=np.float64)
     chars, words = np.maximum(1.0, lengths), per_block(word_start)
@@ -87,9 +101,9 @@ def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
     return np.column_stack([
         lengths, np.array([block.link_chars for block in blocks]) / chars, heading, ends_sentence,
         np.array([bool(block.prefix) for block in blocks], dtype=np.float64),
-        per_block((codes >= ord("0")) & (codes <= ord("9"))) / chars, per_block(word_start & capital) / word_count,
-        (chars + 1 - word_count) / word_count, per_block(np.isin(codes, _MARKS)) / chars,  # spaces not counted
-        _has_year(texts), per_block(codes == ord(",")) / word_count,
+        of_class(DIGIT) / chars, per_block(word_start & (classes & CAPITAL).astype(bool)) / word_count,
+        (chars + 1 - word_count) / word_count, of_class(MARK) / chars,  # spaces not counted
+        _has_year(texts), of_class(COMMA) / word_count,
         ends_sentence * (1 - heading) * (words >= PROSE_MIN_WORDS),  # block_features.reads_like_prose
     ]).reshape(count, 12)
 
