@@ -144,18 +144,19 @@ class Row:
 def _resiliparse_only(**changes) -> HtmlTextConfig:
     """resiliparse's own defaults (no post-filters, no skip selectors, no fallback), with `changes` applied."""
     plain = dict(comments=True, alt_texts=True, skip_elements=[], max_link_density=None,
-                 drop_orphan_headings=False, tail_max_words=0, fallback_min_chars=0)
+                 drop_orphan_headings=False, tail_max_words=0, fallback_min_chars=0, block_selector=False)
     return HtmlTextConfig(**(plain | changes))
 
 
 DEFAULT = HtmlTextConfig()
-BLOCK_SELECTOR = HtmlTextConfig(block_selector=True)
+MAIN_CONTENT = HtmlTextConfig(block_selector=False)      # the default before the block selector
 DEFAULT_SKIP = DEFAULT.skip_elements
 SIDEBAR_SELECTORS = ['[class~="sidebar"]', '[class~="widget"]', '[id~="sidebar"]']
 SHARE_RELATED_SELECTORS = ['[class~="share"]', '[class~="social"]', '[class~="related"]',
                            '[class~="newsletter"]', '[class~="breadcrumb"]', '[class~="tags"]']
 
-# Cumulative: each "+" row adds one lever to the row above it; then one-lever variations of the default.
+# Cumulative: each "+" row adds one lever to the row above it; then levers on main content (the default without the
+# block selector) and one-lever variations of the default.
 FALLBACK_PEER = HtmlTextConfig(engine="trafilatura")      # the extractor a fallback would switch to
 ROWS = [
     Row("resiliparse whole page", _resiliparse_only(main_content=False)),
@@ -164,18 +165,19 @@ ROWS = [
     Row("+ alt_texts=False", _resiliparse_only(comments=False, alt_texts=False)),
     Row("+ skip nav/footer/aside/figcaption/ARIA roles",
         _resiliparse_only(comments=False, alt_texts=False, skip_elements=DEFAULT_SKIP)),
-    Row("+ drop orphan headings", HtmlTextConfig(tail_max_words=0, fallback_min_chars=0)),
+    Row("+ drop orphan headings", HtmlTextConfig(tail_max_words=0, fallback_min_chars=0, block_selector=False)),
     Row(f"+ drop short (< {DEFAULT.tail_max_words} words) lines after the article",
-        HtmlTextConfig(fallback_min_chars=0)),
-    Row(f"+ whole-page fallback when main content < {DEFAULT.fallback_min_chars} chars", HtmlTextConfig(),
-        default=True),
-    Row("default + drop blocks with link density > 0.5", HtmlTextConfig(max_link_density=0.5)),
-    Row("default + drop blocks with link density > 0.8", HtmlTextConfig(max_link_density=0.8)),
-    Row("default + drop blocks the boilerplate classifier gives p > 0.9",
-        HtmlTextConfig(max_boilerplate_probability=0.9)),
-    Row("default + drop blocks the boilerplate classifier gives p > 0.95",
-        HtmlTextConfig(max_boilerplate_probability=0.95)),
-    Row("default + block selector (trained on WCXB and the even pages)", HtmlTextConfig(block_selector=True)),
+        HtmlTextConfig(fallback_min_chars=0, block_selector=False)),
+    Row(f"+ whole-page fallback when main content < {DEFAULT.fallback_min_chars} chars (main content)", MAIN_CONTENT),
+    Row("+ block selector (trained on WCXB and the even pages)", DEFAULT, default=True),
+    Row("main content + drop blocks with link density > 0.5",
+        HtmlTextConfig(max_link_density=0.5, block_selector=False)),
+    Row("main content + drop blocks with link density > 0.8",
+        HtmlTextConfig(max_link_density=0.8, block_selector=False)),
+    Row("main content + drop blocks the boilerplate classifier gives p > 0.9",
+        HtmlTextConfig(max_boilerplate_probability=0.9, block_selector=False)),
+    Row("main content + drop blocks the boilerplate classifier gives p > 0.95",
+        HtmlTextConfig(max_boilerplate_probability=0.95, block_selector=False)),
     Row("default, but tail lines < 5 words dropped", HtmlTextConfig(tail_max_words=5)),
     Row("default, but tail lines < 20 words dropped", HtmlTextConfig(tail_max_words=20)),
     Row("default, but fallback < 300 chars", HtmlTextConfig(fallback_min_chars=300)),
@@ -203,7 +205,8 @@ def grid_search(gold: list[Page]) -> list[dict]:
     points = []
     for values in itertools.product(*GRID.values()):
         settings = dict(zip(GRID, values))
-        figures = score(even, [html_to_text(page.html, HtmlTextConfig(**settings)) for page in even])
+        config = HtmlTextConfig(**settings, block_selector=False)   # the filters of main content, the selector's input
+        figures = score(even, [html_to_text(page.html, config) for page in even])
         points.append(settings | {"recall": figures["recall"], "leak": figures["leak"]})
     return points
 
@@ -458,8 +461,8 @@ def _default_extraction(html: str) -> str:
     return html_to_text(html, DEFAULT)
 
 
-def _block_selector(html: str) -> str:
-    return html_to_text(html, BLOCK_SELECTOR)
+def _main_content(html: str) -> str:
+    return html_to_text(html, MAIN_CONTENT)
 
 
 def _resiliparse_main_content(html: str) -> str:
@@ -471,8 +474,8 @@ def _trafilatura_defaults(html: str) -> str:
 
 
 WCXB_EXTRACTORS: dict[str, tuple[str, Callable[[str], str]]] = {
-    "default": ("html_to_text(html, HtmlTextConfig())", _default_extraction),
-    "block selector": ("html_to_text(html, HtmlTextConfig(block_selector=True))", _block_selector),
+    "default": ("html_to_text(html, HtmlTextConfig()): the block selector", _default_extraction),
+    "main content": ("html_to_text(html, HtmlTextConfig(block_selector=False))", _main_content),
     "resiliparse": (f"resiliparse {version('resiliparse')}: extract_plain_text(html, main_content=True)",
                     _resiliparse_main_content),
     "trafilatura": (f"trafilatura {version('trafilatura')}: trafilatura.extract(html), default settings",

@@ -60,11 +60,11 @@ class HtmlTextConfig(StrictModel):
     benchmarks/results/extraction_quality.md; off by default: on the model it changed nothing beyond seed noise
     (benchmarks/results/curation_quality.json, part 1)."""
 
-    block_selector: bool = False
+    block_selector: bool = True
     """Choose the main content block by block from the whole page with the trained selector
     (tasks/extract/block_selector.py: a small gradient-boosted tree ensemble over each block's text, place, and
-    whether resiliparse's main content and the blocks around it were kept), instead of taking main content as it
-    is."""
+    whether resiliparse's main content and the blocks around it were kept). False: resiliparse's main content as
+    it is, with the rule filters (faster; lower word F1 on every WCXB page type and more leak, docs/stages.md)."""
 
     max_main_content_depth: int = Field(default=256, ge=1)
     """Pages whose elements nest deeper than this below <body> are extracted as whole pages: resiliparse's
