@@ -42,12 +42,12 @@ def test_features_read_the_block_its_place_and_what_main_content_kept():
     assert feature["link_density_before"][0] == 1.0 and feature["log_chars_after"][-1] == 0.0
 
 
-def test_the_selector_is_off_by_default_and_chooses_from_the_whole_page_when_on():
+def test_the_selector_is_on_by_default_and_chooses_from_the_whole_page():
     article = " ".join(["This sentence belongs to the article and reads like prose."] * 3)
     page = (f"<html><body><nav><a href='/'>Home</a></nav><main><h1>Title</h1><p>{article}</p>"
             f"<p>{article}</p></main></body></html>")
-    assert not HtmlTextConfig().block_selector
-    selected = html_to_text(page, HtmlTextConfig(block_selector=True))
+    assert HtmlTextConfig().block_selector
+    selected = html_to_text(page, HtmlTextConfig())
     assert article in selected and "Home" not in selected
 
 
