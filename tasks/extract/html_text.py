@@ -45,8 +45,9 @@ def _trafilatura_text(html: str, config: HtmlTextConfig) -> str:
 
 def _resiliparse_text(html: str, config: HtmlTextConfig) -> str:
     tree = HTMLTree.parse(html)
-    blocks = main_content_blocks(tree, config)
-    if config.block_selector:
+    main_content = reads_main_content(tree, config)
+    blocks = main_content_blocks(tree, config, main_content)
+    if config.block_selector and main_content:  # the selector reads what main content kept: nothing on a whole page
         candidates = selector_candidates(tree, blocks, config)
         if candidates is not None:
             blocks = selected_blocks(*candidates, html)
@@ -61,8 +62,16 @@ def page_blocks(html: str, config: HtmlTextConfig) -> list[Block]:
     return main_content_blocks(HTMLTree.parse(html), config)
 
 
-def main_content_blocks(tree: HTMLTree, config: HtmlTextConfig) -> list[Block]:
-    main_content = config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
+def reads_main_content(tree: HTMLTree, config: HtmlTextConfig) -> bool:
+    """Whether resiliparse's main-content heuristics run on the page (asked for, and the page not too deep)."""
+    return config.main_content and not _nests_deeper_than(tree, config.max_main_content_depth)
+
+
+def main_content_blocks(tree: HTMLTree, config: HtmlTextConfig, main_content: bool | None = None) -> list[Block]:
+    """Main content (`main_content`: reads_main_content's answer, when the caller has it), or the whole page when
+    that keeps more than a too-short main content."""
+    if main_content is None:
+        main_content = reads_main_content(tree, config)
     blocks = _render(tree, config, main_content=main_content)
     if main_content and _text_length(blocks) < config.fallback_min_chars:
         whole_page = _render(tree, config, main_content=False)
