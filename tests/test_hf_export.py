@@ -42,7 +42,7 @@ def _sluice_and_transformers(exported: Path, logged_model: dict):
 
 def test_transformers_loads_the_export_with_sluices_logits(exported, logged_model, split_pages):
     loaded, hf_model = _sluice_and_transformers(exported, logged_model)
-    assert logged_model["loss"] < 5.0       # trained: its logits are not near-uniform noise
+    assert logged_model["loss"] < 6.0       # trained: well under uniform logits (log 2000 = 7.6 nats)
     config = json.loads((exported / "config.json").read_text())
     assert config["architectures"] == ["Qwen3ForCausalLM"] and type(hf_model).__name__ == "Qwen3ForCausalLM"
     assert (exported / "model.safetensors").exists() and not list(exported.glob("tmp*"))
