@@ -293,6 +293,16 @@ def now() -> str:
     return dt.datetime.now().isoformat(timespec="minutes")
 
 
+def export_tree(revision: str, tree: Path) -> tuple[Path, str]:
+    """The files of `revision` exported to `tree` (emptied first), and the commit it names."""
+    subprocess.run(["rm", "-rf", str(tree)], check=True)
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    commit = subprocess.run(["git", "rev-parse", revision], cwd=ROOT, capture_output=True, text=True, check=True)
+    return tree, commit.stdout.strip()
+
+
 def git_commit() -> tuple[str, bool]:
     """The commit measured, and whether the working tree differed from it (tracked files)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

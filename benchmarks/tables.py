@@ -174,9 +174,11 @@ def scale_row(stage: str, runs: list[list[dict]], scaling: float | None) -> list
 
 # the README's configurations -> their rows in the file (every row: results/extraction_quality.md)
 EXTRACTION_ROWS = {
-    "default": "+ whole-page fallback when main content < 600 chars",
+    "default: the block selector": "+ block selector (trained on WCXB and the even pages)",
+    "main content (block_selector: false)": "+ whole-page fallback when main content < 600 chars (main content)",
     "resiliparse main content alone": "resiliparse main_content (peer)",
-    "default + boilerplate classifier, p > 0.95": "default + drop blocks the boilerplate classifier gives p > 0.95",
+    "main content + boilerplate classifier, p > 0.95":
+        "main content + drop blocks the boilerplate classifier gives p > 0.95",
     "trafilatura": "trafilatura (include_comments=False)",
 }
 GOLD_SETS = ("trafilatura_eval", "trafilatura_eval_odd", "readability")

@@ -30,7 +30,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import RESULTS, ROOT, WORK as BENCH_WORK, write_result  # noqa: E402
+from benchmarks.harness import RESULTS, ROOT, WORK as BENCH_WORK, export_tree, write_result  # noqa: E402
 from storage.locations import shared_data_dir  # noqa: E402
 
 WORK = BENCH_WORK / "training-bench"
@@ -127,16 +127,6 @@ def measure(shards: list[str], steps: int, warmup: int, accumulation: int) -> di
             "cpu_fsdp_over_plain_1_thread": round(fsdp / plain1, 3), "fsdp_per_step_tokens_per_s": fsdp_rates}
 
 
-def baseline_tree(revision: str) -> Path:
-    """The files of `revision`, exported beside the bench's other work."""
-    tree = WORK.parent / "training-baseline"
-    subprocess.run(["rm", "-rf", str(tree)], check=True)
-    tree.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
-
-
 def against_baseline(shards: list[str], steps: int, warmup: int, accumulation: int, tree: Path,
                      rounds: int) -> dict:
     """This tree's trainer and the baseline's in turn, `rounds` pairs: medians and each pair's ratio."""
@@ -166,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
               "model": MODEL, "global_batch_sequences": GLOBAL_BATCH,
               "tokens_per_update": GLOBAL_BATCH * MODEL["seq_len"], "accumulation": figures}
     if args.baseline:
-        tree = baseline_tree(args.baseline)
-        revision = subprocess.run(["git", "rev-parse", args.baseline], cwd=ROOT, capture_output=True, text=True,
-                                  check=True).stdout.strip()
+        tree, revision = export_tree(args.baseline, WORK.parent / "training-baseline")
         result["baseline"] = {"revision": revision} | {
             str(accumulation): against_baseline(shards, args.steps, args.warmup, accumulation, tree, args.rounds)
             for accumulation in args.accumulations}
