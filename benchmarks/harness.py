@@ -38,7 +38,8 @@ PEER_PYTHON = str(WORK / "venv-peer" / "bin" / "python")
 BENCH_CORPUS = WORK / "corpus-bench"
 EXTRACTION_STORE = WORK / "dedup-bench" / "extract-store"
 # the later stages switched off: a recipe that extracts only
-EXTRACT_ONLY = {"dedup": {"enabled": False}, "quality": {"enabled": False}, "tokenizer": {"enabled": False}}
+EXTRACT_ONLY = {"dedup": {"enabled": False}, "quality": {"enabled": False}, "domains": {"enabled": False},
+                "tokenizer": {"enabled": False}}
 
 
 def log(message: str) -> None:
