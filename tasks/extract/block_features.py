@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 PROSE_MIN_WORDS = 8              # a block of at least this many words ending a sentence reads like article prose
 SENTENCE_END = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
-_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_MARKS = "|©@#:/"                 # separators of menus, bylines, credits and URLs
+YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+MARKS = "|©@#:/"                  # separators of menus, bylines, credits and URLs
 
 FEATURE_NAMES = (
     "log_chars", "link_density", "is_heading", "ends_sentence", "is_list_item", "position", "digit_share",
@@ -48,7 +48,7 @@ def block_features(blocks: Sequence) -> list[tuple[float, ...]]:
             sum(map(len, words)) / word_count,
             math.log1p(len(before.text)) if before else 0.0, math.log1p(len(after.text)) if after else 0.0,
             math.log1p(to_prose[index]), float(index < first), float(index > last), len(text) / page_chars,
-            sum(text.count(mark) for mark in _MARKS) / chars, float(bool(_YEAR.search(text))),
+            sum(text.count(mark) for mark in MARKS) / chars, float(bool(YEAR.search(text))),
             text.count(",") / word_count,
             before.link_density if before else 1.0, after.link_density if after else 1.0,
         ))

@@ -1,9 +1,9 @@
 """What the main-content block selector (tasks/extract/block_selector.py) reads of each block of the whole page:
 the block itself (length, links, punctuation, shape), its place among the page's blocks, whether resiliparse's
 main-content extraction kept it and how much of its neighbourhood it kept, how often its text repeats on the page
-(menus, item lists) and whether the page describes a product (JSON-LD). One pass of Python over the blocks for
-what only the text gives, numpy for the rest: the page has ~175 blocks on average, and this runs on every page.
-Character counts come from one array of the page's code points rather than a Python pass per block."""
+(menus, item lists) and whether the page describes a product (JSON-LD). Character counts come from one array of
+the page's code points, the rest from numpy over the blocks: the page has ~175 blocks on average, and this runs on
+every page."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.extract.block_features import PROSE_MIN_WORDS, SENTENCE_END
+from tasks.extract.block_features import MARKS, PROSE_MIN_WORDS, SENTENCE_END, YEAR
 
 SPACE, CAPITAL, DIGIT, MARK, COMMA = 1, 2, 4, 8, 16   # a code point's classes, as bits of _CLASSES
 
@@ -24,13 +24,12 @@ def _code_point_classes() -> np.ndarray:
     for code in range(0x3001):
         character = chr(code)
         classes[code] = (SPACE * character.isspace() + DIGIT * ("0" <= character <= "9") + COMMA * (character == ",")
-                         + MARK * (character in "|©@#:/")   # separators of menus, bylines, credits and URLs
+                         + MARK * (character in MARKS)
                          + CAPITAL * ("A" <= character <= "Z" or "À" <= character <= "Þ" and character != "×"))
     return classes
 
 
 _CLASSES = _code_point_classes()
-_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _PRODUCT_JSON_LD = re.compile(r'"@type"\s*:\s*"Product"')
 _SENTENCE_END_REACH = 8                     # a sentence's end mark and the quotes or brackets after it
 NEARBY = 3                                   # blocks on each side whose share kept by main content is a feature
@@ -79,8 +78,8 @@ def selector_features(blocks: Sequence, kept: Sequence[bool], html: str) -> np.n
 
 def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
     """The columns of FEATURE_NAMES from log_chars (here: chars) to reads_like_prose, one row per block."""
-    count = len(texts)
-    codes = np.frombuffer("\n".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    count, joined = len(texts), "\n".join(texts)
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     block_of = np.cumsum(codes == ord("\n"))     # block texts hold no line break: it separates them
     classes = _CLASSES[np.minimum(codes, len(_CLASSES) - 1)]
     space = (classes & SPACE).astype(bool)
@@ -103,16 +102,16 @@ def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
         np.array([bool(block.prefix) for block in blocks], dtype=np.float64),
         of_class(DIGIT) / chars, per_block(word_start & (classes & CAPITAL).astype(bool)) / word_count,
         (chars + 1 - word_count) / word_count, of_class(MARK) / chars,  # spaces not counted
-        _has_year(texts), of_class(COMMA) / word_count,
+        _has_year(texts, joined), of_class(COMMA) / word_count,
         ends_sentence * (1 - heading) * (words >= PROSE_MIN_WORDS),  # block_features.reads_like_prose
     ]).reshape(count, 12)
 
 
-def _has_year(texts: list[str]) -> np.ndarray:
-    """1.0 for the blocks whose text holds a year of 1900-2099, from one search of the joined text."""
+def _has_year(texts: list[str], joined: str) -> np.ndarray:
+    """1.0 for the blocks whose text holds a year of 1900-2099, from one search of `joined` (texts, line by line)."""
     starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
     flags = np.zeros(len(texts))
-    found = [match.start() for match in _YEAR.finditer("\n".join(texts))]
+    found = [match.start() for match in YEAR.finditer(joined)]
     flags[np.searchsorted(starts, found, side="right") - 1] = 1.0
     return flags
 
