@@ -15,8 +15,8 @@ from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel, merged
 from configs.evaluation import EvalSuiteConfig
-from configs.schema import (DaskConfig, MlflowConfig, Recipe, parse_config, parse_recipe,
-                            read_config_file, read_yaml)
+from configs.parsing import parse_config, read_config_file, read_yaml
+from configs.schema import DaskConfig, MlflowConfig, Recipe, parse_recipe
 from configs.tokenizer import Normalization, TokenizerConfig
 from configs.training import TrainingConfig
 

@@ -14,7 +14,8 @@ from pydantic import Field, model_validator
 
 from configs.ablation import MatchedRunsConfig
 from configs.base import StrictModel
-from configs.schema import MlflowConfig, RecipeError, parse_config, parse_recipe, read_config_file
+from configs.parsing import RecipeError, parse_config, read_config_file
+from configs.schema import MlflowConfig, parse_recipe
 
 
 class SwarmConfig(StrictModel):

@@ -5,18 +5,17 @@ Every model forbids unknown keys, so a typo fails with the field's full path
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 from configs.dedup import DedupConfig
 from configs.domains import DomainsConfig
 from configs.html import HtmlTextConfig
 from configs.mixture import MixtureConfig
+from configs.parsing import parse_config, read_yaml
 from configs.quality import QualityConfig
 from configs.tokenizer import TokenizerConfig
 from configs.training import TrainingConfig
@@ -113,63 +112,24 @@ class Recipe(StrictModel):
             raise ValueError("store must name a directory or URL")
         return value
 
-
-class RecipeError(ValueError):
-    """A recipe that cannot be used; the message names the file and each bad field."""
+    def sized_training(self) -> TrainingConfig:
+        """The `train` section with the vocabulary the flow gives it (the tokenizer's, unless the model names one):
+        what `sluice plan` and the pre-flight fit check plan."""
+        vocab_size = self.train.model.vocab_size or self.tokenizer.vocab_size
+        return self.train.model_copy(update={"model": self.train.model.model_copy(update={"vocab_size": vocab_size})})
 
 
 def load_recipe(path: str | Path) -> Recipe:
     return parse_recipe(read_yaml(path, "recipe"), origin=str(path))
 
 
-def read_yaml(path: str | Path, what: str) -> object:
-    """A YAML file's content; a missing or unreadable file is a RecipeError naming it."""
-    path = Path(path)
-    try:
-        return yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise RecipeError(f"{what} {path} does not exist") from None
-    except yaml.YAMLError as error:
-        raise RecipeError(f"{what} {path} is not valid YAML: {error}") from None
+def load_training_plan_input(path: str | Path) -> TrainingConfig:
+    """A training file, or a curation recipe's (a file with an `input`) `train` section as the flow sizes it."""
+    raw = read_yaml(path, "training file or recipe")
+    if isinstance(raw, dict) and "input" in raw:
+        return parse_recipe(raw, origin=str(path)).sized_training()
+    return parse_config(TrainingConfig, raw, str(path), "training file")
 
 
 def parse_recipe(raw: object, origin: str = "<recipe>") -> Recipe:
     return parse_config(Recipe, raw, origin, "recipe")
-
-
-Config = TypeVar("Config", bound=BaseModel)
-
-
-def parse_config(model: type[Config], raw: object, origin: str, what: str,
-                 check: Callable[[Config], object] | None = None) -> Config:
-    """`raw` validated as `model`, then `check`ed (a file that names other files checks those too); every error
-    is a RecipeError naming `origin` and each bad field."""
-    if not isinstance(raw, dict):
-        raise RecipeError(f"{origin}: expected a mapping at the top level, got {type(raw).__name__}")
-    try:
-        config = model.model_validate(raw)
-    except ValidationError as error:
-        raise RecipeError(f"{origin}: invalid {what}\n{validation_problems(error)}") from None
-    try:
-        if check is not None:
-            check(config)
-    except RecipeError as error:
-        raise RecipeError(f"{origin}: {error}") from None
-    return config
-
-
-def read_config_file(path: str | Path, what: str) -> dict:
-    """A config file that names other files relative to itself: its mapping, with `origin` set to its folder."""
-    path = Path(path)
-    raw = read_yaml(path, what)
-    if not isinstance(raw, dict):
-        raise RecipeError(f"{path}: expected a mapping at the top level")
-    return raw | {"origin": str(path.parent)}
-
-
-def validation_problems(error: ValidationError) -> str:
-    """One line per problem, each naming the field by its full path."""
-    return "\n".join(
-        f"  {'.'.join(str(part) for part in issue['loc']) or '<top>'}: {issue['msg']}"
-        + (f" (got {issue['input']!r})" if issue["type"] != "missing" and not isinstance(issue["input"], dict) else "")
-        for issue in error.errors())

@@ -12,8 +12,8 @@ from pathlib import Path
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from configs.base import StrictModel
-from configs.schema import (MlflowConfig, Recipe, RecipeError, parse_config, parse_recipe, read_config_file,
-                            read_yaml, validation_problems)
+from configs.parsing import RecipeError, parse_config, read_config_file, read_yaml, validation_problems
+from configs.schema import MlflowConfig, Recipe, parse_recipe
 from configs.training import ModelSpec, TrainingConfig
 
 BOOTSTRAP_RESAMPLES = 200   # refits behind the scaling law's 95% intervals

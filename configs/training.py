@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, model_validator
 
 from configs.base import StrictModel
+from configs.parsing import parse_config, read_yaml
 
 Sharding = Literal["none", "zero1", "zero2", "zero3"]
 
@@ -292,4 +292,5 @@ def check_pipeline_parallel(config: TrainingConfig, n_layers: int) -> None:
 
 
 def load_training_config(path: str | Path) -> TrainingConfig:
-    return TrainingConfig.model_validate(yaml.safe_load(Path(path).read_text()))
+    """A training file; its problems a RecipeError, one line per field."""
+    return parse_config(TrainingConfig, read_yaml(path, "training file"), str(path), "training file")

@@ -20,7 +20,7 @@ from prefect import flow, get_run_logger
 from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
 from flows.ablation_report import (RUN_KIND, SPLIT_KIND, ablation_datasets, comparison, power_tags,

@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus.add_argument("--out", type=Path, required=True)
     corpus.add_argument("--data-dir", type=Path, help="shared data (default SLUICE_DATA_DIR or ../shared/data)")
 
-    plan = commands.add_parser("plan", help="review a training config before launch: memory, FLOPs, time")
+    plan = commands.add_parser("plan", help="review a training file or a recipe's train section before launch: "
+                                            "memory, FLOPs, time")
     plan.add_argument("config", type=Path)
     plan.add_argument("--json", action="store_true", help="print the figures as JSON")
     plan.add_argument("--inference-tokens", type=float,
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet = args.command in QUIET_COMMANDS and not args.verbose
     apply_cli_defaults(quiet=quiet)  # before Prefect / MLflow load
     if args.command in ("run", "validate"):
-        from configs.schema import RecipeError
+        from configs.parsing import RecipeError
 
         try:
             recipe = _checked_recipe(args)            # before any service starts
@@ -251,7 +252,9 @@ def _stage_outcome(name: str, stats: dict) -> str:
     if name == "quality_models":
         return "quality models trained"
     if name == "tokenizer":
-        return f"{stats['notes'].get('vocab_size', '?')} pieces from {stats['documents_out']} sample documents"
+        from storage.stage_figures import TokenizerFigures
+
+        return f"{TokenizerFigures.from_stats(stats).vocab_size} pieces from {stats['documents_out']} sample documents"
     if name == "mixture":
         return f"{stats['documents_out']} documents drawn"
     read = f"from {stats['records_read']} records" if stats["records_read"] else f"of {stats['candidates']}"
@@ -297,16 +300,20 @@ def _run(recipe) -> int:
 
 
 def _plan(args) -> int:
-    from pydantic import ValidationError
-
-    from configs.training import load_training_config
+    from configs.parsing import RecipeError
+    from configs.schema import load_training_plan_input
     from training.plan import PlanRefused, check_fits, plan, plan_text
     from training.scaling_law import CHINCHILLA, ScalingLaw
 
     try:
+        config = load_training_plan_input(args.config)
+    except RecipeError as error:
+        print(error, file=sys.stderr)
+        return 2
+    try:
         law = ScalingLaw.load(args.law) if args.law else CHINCHILLA
-        figures = plan(load_training_config(args.config), args.inference_tokens, law, args.target_loss)
-    except (OSError, ValidationError, ValueError) as error:
+        figures = plan(config, args.inference_tokens, law, args.target_loss)
+    except (OSError, ValueError) as error:
         print(f"{args.config}: {error}", file=sys.stderr)
         return 2
     print(json.dumps(figures, indent=2) if args.json else plan_text(figures))
@@ -357,7 +364,7 @@ def _ablate(args) -> int:
 def _matched_runs(load: Callable, run_flow: Callable, again: str = "") -> int:
     """An ablation or a mixture search: the file and its token budget checked before anything starts, then the
     flow, its report and where MLflow holds it (`again`: what else to say, `{run}` the parent run)."""
-    from configs.schema import RecipeError
+    from configs.parsing import RecipeError
     from flows.ablation import budget_figures
     from flows.temporary_server import wait_for_prefect
 
@@ -379,7 +386,7 @@ def _matched_runs(load: Callable, run_flow: Callable, again: str = "") -> int:
 
 
 def _sweep(args) -> int:
-    from configs.schema import RecipeError
+    from configs.parsing import RecipeError
     from configs.sweep import load_sweep
     from flows.scaling_fit import fit_text
     from flows.sweep import sweep_flow

@@ -8,6 +8,7 @@ from typing import Iterator
 from prefect.settings import get_current_settings
 
 from configs.schema import DaskConfig
+from flows.main_guard import check_main_guard
 
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
 # first task of a stage does not pay for importing Prefect's task engine and the extraction libraries, nor a
@@ -51,6 +52,7 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     import dask
     from distributed import LocalCluster
 
+    check_main_guard()
     workers = config.n_workers or os.cpu_count() or 1
     with dask.config.set(WORKER_CONFIG | SCHEDULER_CONFIG), LocalCluster(
             n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True, dashboard_address=":0",

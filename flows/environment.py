@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from storage.locations import state_dir
+from tracking.store import tracking_uri
 
 
 def apply_quiet_defaults() -> None:
@@ -15,8 +16,9 @@ def apply_quiet_defaults() -> None:
 
 
 def apply_cli_defaults(quiet: bool = False) -> None:
-    """For the `sluice` command: keep Prefect's database and MLflow's under the project's state directory; `quiet`
-    keeps the console to progress, warnings and the summary (flows.console)."""
+    """For the `sluice` command: keep Prefect's database under the project's state directory, and track in MLflow
+    where a running `sluice server` does, else in the state directory's store (tracking.store); `quiet` keeps the
+    console to progress, warnings and the summary (flows.console)."""
     apply_quiet_defaults()
     if quiet:
         from flows.console import quiet_console_environment
@@ -25,4 +27,5 @@ def apply_cli_defaults(quiet: bool = False) -> None:
     state = state_dir()
     os.environ.setdefault("PREFECT_HOME", str(state / "prefect"))
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{state / 'mlflow.db'}")
+    # every process the command starts (Dask workers, training ranks) logs where the command does
+    os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri(None))

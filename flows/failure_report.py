@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 from tasks.errors import TooLittleData
 
 BAD_INPUT = 2

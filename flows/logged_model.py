@@ -50,8 +50,17 @@ class SluiceLanguageModel(mlflow.pyfunc.PythonModel):
             ids = torch.tensor([self.tokenizer.encode(str(prompt))])
             out = self.model.generate(ids, int(params.get("new_tokens", 32)), float(params.get("temperature", 0.0)),
                                       generator)
-            continuations.append(self.tokenizer.decode(out[0, ids.shape[1]:].tolist()))
+            continuations.append(continuation_text(self.tokenizer, ids[0].tolist(), out[0].tolist()))
         return continuations
+
+
+def continuation_text(tokenizer, prompt_ids: list[int], all_ids: list[int]) -> str:
+    """The text the model added after the prompt. Decoded with the prompt, then cut after it: SentencePiece drops a
+    sequence's leading space, so the continuation decoded alone would lose the space before its first word."""
+    whole, prompt = tokenizer.decode(all_ids), tokenizer.decode(prompt_ids)
+    if whole.startswith(prompt):
+        return whole[len(prompt):]
+    return tokenizer.decode(all_ids[len(prompt_ids):])    # a byte piece spanning the boundary: no common prefix
 
 
 def _signature():

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import fsspec
 
-from configs.schema import Recipe, RecipeError
+from configs.parsing import RecipeError
+from configs.schema import Recipe
 from flows.dask_tls import client_tls_problems
 from flows.training_nodes import dask_address
 from storage.document_shard import DOCUMENT_SCHEMA
@@ -21,6 +22,7 @@ from storage.locations import expand_data_dir
 from tasks.extract.records import SNIFF_BYTES, archive_kind
 
 GZIP_MAGIC = b"\x1f\x8b"
+REMOTE_TIMEOUT_S = 20          # a remote input's one metadata request
 # Columns the stages add to the documents, which a mixture's `where` may select by, and the section that adds each.
 ADDED_COLUMNS = {"dup_cluster": "dedup", "dup_cluster_size": "dedup", "kenlm_bucket": "quality",
                  "topic": "domains", "format": "domains"}
@@ -36,6 +38,10 @@ def preflight(recipe: Recipe, origin: str) -> None:
 
 def _input_problems(recipe: Recipe) -> Iterator[str]:
     for index, pattern in enumerate(recipe.input.paths):
+        if _remote(pattern) and not any(char in pattern for char in "*?[") and \
+                (problem := remote_problem(pattern, recipe.input.storage_options)):
+            yield f"input.paths[{index}]: {problem}"
+            continue
         try:
             matched = expand_inputs([pattern], storage_options=recipe.input.storage_options)
         except FileNotFoundError as error:
@@ -53,8 +59,45 @@ def _input_problems(recipe: Recipe) -> Iterator[str]:
             yield (f"input.paths[{index}]: none of its {len(matched)} files starts like a WARC, WET or ARC file "
                    f"(first: {matched[0]}): give Common Crawl WARC files (.warc.gz, .warc)")
     listing = recipe.input.listing
-    if listing is not None and "://" not in listing.url and not os.path.exists(listing.url):
-        yield f"input.listing.url: {listing.url} does not exist: give the path of a warc.paths.gz listing"
+    if listing is None:
+        return
+    if not _remote(listing.url):
+        if not os.path.exists(listing.url):
+            yield f"input.listing.url: {listing.url} does not exist: give the path of a warc.paths.gz listing"
+    elif problem := remote_problem(listing.url, recipe.input.storage_options):
+        yield f"input.listing.url: {problem}"
+
+
+def _remote(url: str) -> bool:
+    return "://" in url and not url.startswith("file://")
+
+
+def remote_problem(url: str, storage_options: dict) -> str | None:
+    """What stops this machine reading a remote file, found with one request (its metadata): unreachable (the
+    network error), missing, or forbidden; None when it can be read."""
+    options = dict(storage_options)
+    protocol = url.split("://", 1)[0]
+    if protocol in ("http", "https") and "client_kwargs" not in options:
+        import aiohttp
+
+        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=REMOTE_TIMEOUT_S)}
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **options)
+        fs.info(path)
+    except ImportError as error:
+        return f"{url}: no package reads {protocol}:// ({error})"
+    except Exception as error:
+        # fsspec's HTTP store raises FileNotFoundError for any failure, the cause (aiohttp's) chained to it
+        cause = error.__cause__ if isinstance(error, FileNotFoundError) and error.__cause__ else error
+        status = getattr(cause, "status", None)
+        if isinstance(cause, PermissionError) or status in (401, 403):
+            return (f"{url} is forbidden to this machine{f' (HTTP {status})' if status else ''}: check the address "
+                    f"and storage_options' credentials")
+        if isinstance(cause, FileNotFoundError) or status == 404:
+            return f"{url} does not exist{' (HTTP 404)' if status else ''}: check the address"
+        why = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        return f"{url} cannot be reached from this machine ({why}): check the network, or use a local copy"
+    return None
 
 
 def _starts_like_warc(path: str) -> bool:
@@ -131,13 +174,9 @@ def _training_problems(recipe: Recipe) -> Iterator[str]:
             yield from client_tls_problems(dask_address(train), "train.hardware.dask_address")
         except ValueError as error:
             yield f"train.{error}"
-    if train.hardware.device == "cpu":          # no device memory to fit; and torch stays unimported here
-        return
     from training.plan import PlanRefused, check_fits, plan
 
-    sized = train.model_copy(update={"model": train.model.model_copy(update={
-        "vocab_size": train.model.vocab_size or recipe.tokenizer.vocab_size})})
     try:
-        check_fits(plan(sized))
+        check_fits(plan(recipe.sized_training()))
     except PlanRefused as error:
         yield f"train: {error}: a smaller micro_batch_size, activation checkpointing or more data-parallel ranks"

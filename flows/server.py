@@ -17,6 +17,7 @@ stops everything started, process group by process group (SIGTERM, then SIGKILL 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import secrets
 import signal
@@ -34,6 +35,8 @@ from flows.dask_tls import REQUIRE_ENCRYPTION_ENV, tls_env
 from flows.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
                               host_problems, mlflow_auth_config, mlflow_login_refused)
 from flows.processes import kill_process_group
+from storage.locations import state_dir
+from tracking.store import SERVER_RECORD, local_artifact_root, local_tracking_uri
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,9 +122,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
     prefect_env = {"PREFECT_HOME": str(state / "prefect"),
                    "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL", options.prefect_api_url)}
     mlflow = Service("mlflow", [str(bin_dir / "mlflow"), "server", "--host", options.host, "--port",
-                                str(options.mlflow_port), "--workers", "1", "--backend-store-uri",
-                                options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
-                                "--artifacts-destination", str(state / "mlartifacts"), "--serve-artifacts"],
+                                str(options.mlflow_port), "--workers", "1", *_mlflow_store(options)],
                      f"{options.mlflow_url}/health",
                      common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})   # GenAI job runners: 8 idle processes
     if credentials:
@@ -161,6 +162,18 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
         found.append(Service("deployments", [python, "-m", "flows.deployments", options.deployments], None,
                              dask_clients | dask))
     return found
+
+
+def _mlflow_store(options: ServerOptions) -> list[str]:
+    """On loopback, the store the CLI uses when no server runs (tracking.store): one store, the CLI's runs and the
+    deployments' side by side, artifacts read and written in place by this machine's clients. Across hosts, a
+    store of the server's own whose artifacts it serves: other machines cannot reach this one's files."""
+    if options.multi_host:
+        state = options.state.resolve()
+        return ["--backend-store-uri", options.backend_store_uri or f"sqlite:///{state / 'mlflow.db'}",
+                "--artifacts-destination", str(state / "mlartifacts"), "--serve-artifacts"]
+    return ["--backend-store-uri", options.backend_store_uri or local_tracking_uri(),
+            "--default-artifact-root", local_artifact_root().resolve().as_uri(), "--no-serve-artifacts"]
 
 
 def _with_basic_auth(mlflow: Service, options: ServerOptions, credentials: Credentials) -> None:
@@ -222,6 +235,9 @@ class Supervisor:
             self.started.append(service)
             self._wait_healthy(service, logs / f"{service.name}.log", startup_timeout_s)
             print(f"  {service.name:<15} pid {service.process.pid}", file=self.out, flush=True)
+        if not self.options.multi_host:     # the CLI on this machine tracks through this server while it runs
+            (state_dir() / SERVER_RECORD).write_text(json.dumps({"pid": os.getpid(),
+                                                                 "mlflow_url": self.options.mlflow_url}))
 
     def urls(self) -> dict[str, str]:
         options = self.options
@@ -242,6 +258,10 @@ class Supervisor:
 
     def stop(self, grace_s: float = 15.0) -> None:
         self.stopping.set()
+        record = state_dir() / SERVER_RECORD
+        if self.started and not self.options.multi_host and record.exists() \
+                and json.loads(record.read_text())["pid"] == os.getpid():
+            record.unlink()
         for service in reversed(self.started):
             kill_process_group(service.process.pid, grace_s, reap=service.process.poll)
         self.started = []

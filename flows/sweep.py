@@ -19,7 +19,7 @@ import mlflow
 import yaml
 from prefect import flow, get_run_logger
 
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 from configs.sweep import SweepConfig
 from configs.training import TrainingConfig
 from flows.curation import curation_flow

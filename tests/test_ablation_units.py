@@ -13,7 +13,7 @@ import yaml
 
 from configs.ablation import load_ablation, parse_ablation
 from configs.evaluation import EvalSuiteConfig
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 from storage.document_shard import read_documents, write_documents
 from tasks.evaluation.charts import seed_curves
 from tasks.evaluation.compare import RunScore, compare, table_markdown, verdict

@@ -72,12 +72,33 @@ def test_the_numpy_trees_give_lightgbms_probabilities():
         == pytest.approx(booster.predict(rows, raw_score=True) + 0.25, abs=1e-12)
 
 
-def test_retraining_gives_the_committed_selector(data_dir):
-    """The trees and the threshold are generated from the shared data, not tuned by hand: the trainer reproduces
-    the weights file byte for byte (~45 s: it extracts ~1,500 pages, fits LightGBM six times and
-    cross-validates)."""
-    from dev.block_selector import WEIGHTS_MODULE, candidate_pages, module_source, trained
+def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
+    """The trees and the threshold are generated from the shared data, not tuned by hand: the trainer, rerun, gives a
+    model that keeps the same blocks as the committed one (~45 s: it extracts ~1,500 pages, fits LightGBM six times
+    and cross-validates).
+
+    Held to behaviour, not bytes: LightGBM's sums run in a different order on another CPU family (AMD and Intel
+    fits differ in a leaf value's 11th digit), and a near-tie between two splits can then go the other way, so
+    retraining elsewhere reproduces the model only within floating-point noise. The bounds: the same number of
+    labelled blocks (the data is exact), the same decision on at least 99% of the training blocks (a flipped near-tie
+    split moves blocks that sit near the threshold; a different threshold or features, or an untrained model, moves
+    far more), and the training pages' WCXB word F1 within 0.002 (a tenth of the gap between the selector and main
+    content on the held-out split, docs/stages.md)."""
+    from dev.block_selector import WEIGHTS_MODULE, candidate_pages, texts_at, trained
+    from dev.wcxb import word_f1
+    from tasks.extract.block_selector import forest, probabilities
+    from tasks.extract.block_selector_weights import THRESHOLD, TREES
 
     if not (data_dir / "html" / "wcxb" / "metadata.json").exists():
         pytest.skip("WCXB is not staged in the shared data (PROVENANCE.md section 9)")
-    assert module_source(*trained(*candidate_pages(data_dir))) == WEIGHTS_MODULE.read_text()
+    wcxb, trafilatura = candidate_pages(data_dir)
+    trees, threshold, blocks = trained(wcxb, trafilatura)
+    assert f"fitted on {blocks} labelled blocks" in WEIGHTS_MODULE.read_text()
+    models = {"committed": (forest(TREES), THRESHOLD), "retrained": (forest(trees), threshold)}
+    rows = np.vstack([page.features for page in wcxb + trafilatura if page.blocks])
+    kept = {name: probabilities(model, rows) > cut for name, (model, cut) in models.items()}
+    assert (kept["committed"] == kept["retrained"]).mean() >= 0.99
+    f1 = {name: np.mean([word_f1(text, page.page.main_content) for page, text in
+                         zip(wcxb, texts_at(wcxb, lambda features, model=model: probabilities(model, features), cut))])
+          for name, (model, cut) in models.items()}
+    assert abs(f1["committed"] - f1["retrained"]) <= 0.002

@@ -3,6 +3,7 @@ result is asked for; either way its seconds count with the stage's calls, and an
 seconds add up, and the longest is kept."""
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 
@@ -12,9 +13,14 @@ from flows.dask_calls import DaskCalls
 from tasks.fan_out import calls_on, completed, fan_out, in_background, per_thread
 
 
-def _worker_name(pause: float) -> str:
+_RELEASED = threading.Event()       # the in-process worker's call waits for the test to set it
+
+
+def _worker_name_once_released(pause: float) -> str:
     from distributed import get_worker
 
+    if not _RELEASED.wait(60):
+        raise TimeoutError("never released: in_background waited for its own call")
     time.sleep(pause)
     return get_worker().name
 
@@ -26,11 +32,11 @@ def _fails() -> None:
 def test_a_background_call_runs_on_a_worker_while_the_flow_goes_on_and_its_seconds_count():
     from distributed import Client, LocalCluster
 
+    _RELEASED.clear()
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
         with calls_on(DaskCalls(client)) as calls:
-            started = time.perf_counter()
-            result = in_background(partial(_worker_name, 0.3))
-            assert time.perf_counter() - started < 0.25                  # submitted, not waited for
+            result = in_background(partial(_worker_name_once_released, 0.3))    # returns before the call can end
+            _RELEASED.set()
             assert result() == next(iter(client.scheduler_info()["workers"].values()))["name"]
         assert calls.seconds >= 0.3
 
@@ -49,9 +55,9 @@ def test_without_a_cluster_the_job_runs_when_asked_and_an_error_names_it():
 
 def test_the_calls_seconds_add_up_and_the_longest_is_kept():
     with calls_on(None) as calls:
-        assert fan_out(time.sleep, [0.05, 0.2, 0.1]) == [None, None, None]
-    assert calls.seconds >= 0.35
-    assert 0.2 <= calls.longest < 0.3
+        assert fan_out(time.sleep, [0.05, 0.5, 0.1]) == [None, None, None]
+    assert calls.seconds >= 0.65
+    assert 0.5 <= calls.longest < calls.seconds
 
 
 

@@ -92,7 +92,18 @@ def test_greedy_generation_equals_sluice_sample(exported, logged_model, split_pa
             # sluice samples on past EOS; so must transformers for the comparison
             theirs = hf_model.generate(ids, max_new_tokens=16, do_sample=False, eos_token_id=None)
         assert theirs.tolist() == ours.tolist()
-        assert prompt + hf_tokenizer.decode(theirs[0, ids.shape[1]:]) == line
+        whole, prompt_text = hf_tokenizer.decode(theirs[0]), hf_tokenizer.decode(ids[0])
+        assert whole.startswith(prompt_text) and line == prompt + whole[len(prompt_text):]
+
+
+def test_a_sampled_continuation_keeps_the_space_before_its_first_word(logged_model):
+    """SentencePiece drops the leading space of what it decodes: the continuation is cut from the whole text."""
+    from flows.logged_model import continuation_text
+
+    processor = spm.SentencePieceProcessor(model_file=logged_model["tokenizer"])
+    prompt, whole = processor.encode("The history of"), processor.encode("The history of the world")
+    assert whole[:len(prompt)] == prompt
+    assert continuation_text(processor, prompt, whole) == " the world"
 
 
 def _same_ids(tokenizer_dir: Path, model_file: str, texts: list[str]) -> list[str]:

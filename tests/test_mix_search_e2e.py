@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from configs.mix_search import parse_mix_search
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 
 TOKENS = 1024                     # 4 updates of 1 rank x 4 sequences x 64 tokens
 

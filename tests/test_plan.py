@@ -155,3 +155,32 @@ def test_memory_per_rank_follows_the_layout():
     assert held["interleaved_1f1b"] == pytest.approx(2 * 5.5 * layer + one_loss)
     assert activation_bytes(model, 8, "fp32", False, False, HardwareSpec(data_parallel=2, tensor_parallel=2)) == \
         pytest.approx(activation_bytes(model, 8, "fp32", False, False) / 2)
+
+
+def test_plan_takes_a_recipe_and_reports_a_bad_file_one_line_per_field(tmp_path, capsys):
+    from flows.cli import main
+
+    assert main(["plan", "configs/demo.yaml", "--json"]) == 0         # the recipe's train section, as the flow sizes it
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["model"]["vocab_size"] == 4000 and figures["steps"] == 20
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: {preset: tiny, n_layerz: 2}\nmicro_batch_size: 0\n")
+    assert main(["plan", str(bad)]) == 2
+    printed = capsys.readouterr().err
+    assert f"{bad}: invalid training file" in printed and "model.n_layerz: Extra inputs" in printed
+    assert "micro_batch_size: Input should be greater than or equal to 1" in printed
+    assert "pydantic" not in printed and "http" not in printed and len(printed.strip().splitlines()) == 3
+
+
+def test_a_cpu_run_whose_ranks_exceed_this_machines_memory_is_refused():
+    import psutil
+
+    config = TrainingConfig.model_validate({"model": {"preset": "124M"}, "micro_batch_size": 4096, "steps": 1,
+                                            "hardware": {"device": "cpu", "dtype": "fp32", "data_parallel": 2}})
+    figures = plan(config)
+    assert figures["host_memory_gb"] == round(psutil.virtual_memory().total / 1e9, 1)
+    assert figures["ranks_per_host"] == 2
+    with pytest.raises(PlanRefused, match="x 2 ranks on one host = .* exceeds this machine's"):
+        check_fits(figures)
+    check_fits(plan(config.model_copy(update={"micro_batch_size": 1, "model": config.model.model_copy(
+        update={"preset": "tiny"})})))

@@ -1,6 +1,7 @@
 import pytest
 
-from configs.schema import RecipeError, load_recipe, parse_recipe
+from configs.parsing import RecipeError
+from configs.schema import load_recipe, parse_recipe
 
 
 def test_demo_recipe_is_valid():

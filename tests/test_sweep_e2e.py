@@ -8,7 +8,7 @@ import mlflow
 import pytest
 import yaml
 
-from configs.schema import RecipeError
+from configs.parsing import RecipeError
 from configs.sweep import parse_sweep
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,8 @@ from __future__ import annotations
 import mlflow
 import pytest
 
-from configs.schema import RecipeError, load_recipe, parse_recipe
+from configs.parsing import RecipeError
+from configs.schema import load_recipe, parse_recipe
 from flows.tracking_run import BackgroundRun, activate_pending_run, pending
 from tracking.store import use_experiment
 

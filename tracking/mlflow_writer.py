@@ -11,17 +11,20 @@ RUNNING, to be continued by the resumed training; the training flow marks it FAI
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
 from collections.abc import Iterable, Iterator
 
 from configs.training import TrainingConfig
+from tracking.run_copy import copy_run
 
 RUN_RECORD = "mlflow_run.json"
 WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # host:port of a hosted writer, for rank 0
 PARAMS_PER_BATCH = 100           # MLflow's log_batch limits
 METRICS_PER_BATCH = 1000
+logger = logging.getLogger(__name__)
 
 
 class RunWriter:
@@ -42,14 +45,38 @@ class RunWriter:
             self.system.start()
 
     def _start_run(self, config: TrainingConfig, uri: str) -> tuple[str, bool]:
+        """The run recorded beside the checkpoints, continued; else a new one. A recorded run this store lacks (the
+        checkpoints were trained while tracking elsewhere) is logged again here, in a new run with the old one's
+        params, tags and metrics when its store can still be read: never a failure."""
+        record = os.path.join(config.checkpoint.dir, RUN_RECORD)
+        if not os.path.exists(record):
+            return self._new_run(config, uri, record), False
+        with open(record) as handle:
+            recorded = json.load(handle)
+        if self._has_run(recorded["run_id"]):
+            self.client.update_run(recorded["run_id"], status="RUNNING")
+            return recorded["run_id"], True
+        run_id = self._new_run(config, uri, record)
+        copied = copy_run(recorded.get("tracking_uri"), recorded["run_id"], self.client, run_id)
+        logger.warning("the checkpoints in %s were tracked as MLflow run %s in %s, which %s lacks: logged again "
+                       "here as run %s (%s)", config.checkpoint.dir, recorded["run_id"],
+                       recorded.get("tracking_uri", "another store"), uri, run_id,
+                       "its params, tags and metrics copied" if copied else "that store cannot be read: from here on")
+        return run_id, True
+
+    def _has_run(self, run_id: str) -> bool:
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.get_run(run_id)
+        except MlflowException:
+            return False
+        return True
+
+    def _new_run(self, config: TrainingConfig, uri: str, record: str) -> str:
+        """A new run in the config's experiment, recorded beside the checkpoints with the store it is in."""
         from tracking.store import EXPERIMENT_TAGS, artifact_location
 
-        record = os.path.join(config.checkpoint.dir, RUN_RECORD)
-        if os.path.exists(record):
-            with open(record) as handle:
-                run_id = json.load(handle)["run_id"]
-            self.client.update_run(run_id, status="RUNNING")
-            return run_id, True
         experiment = self.client.get_experiment_by_name(config.mlflow.experiment)
         experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(
             config.mlflow.experiment, artifact_location=artifact_location(config.mlflow.experiment, uri),
@@ -58,8 +85,8 @@ class RunWriter:
         run_id = self.client.create_run(experiment_id, run_name=config.name, tags=tags).info.run_id
         os.makedirs(config.checkpoint.dir, exist_ok=True)
         with open(record, "w") as handle:
-            json.dump({"run_id": run_id}, handle)
-        return run_id, False
+            json.dump({"run_id": run_id, "tracking_uri": uri}, handle)
+        return run_id
 
     def params(self, params: dict[str, str]) -> None:
         """Logged by the run that created the MLflow run; a resumed run logs those it lacks (an attempt that failed

@@ -2,14 +2,41 @@
 and artifacts when a tracking server serves them."""
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 from urllib.parse import quote
+
+import psutil
 
 from storage.locations import state_dir
 
+SERVER_RECORD = "server.json"      # in the state dir while a single-host `sluice server` runs: its pid and URLs
+
 
 def tracking_uri(configured: str | None) -> str:
-    return configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{state_dir() / 'mlflow.db'}"
+    """The recipe's store, else MLFLOW_TRACKING_URI, else a running `sluice server`'s MLflow (which serves this
+    machine's store), else this machine's store itself: the CLI's runs and the server's land in one store."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or running_server_uri() or local_tracking_uri()
+
+
+def local_tracking_uri() -> str:
+    """The tracking store on this machine, which the CLI and a single-host `sluice server` share."""
+    return f"sqlite:///{state_dir() / 'mlflow.db'}"
+
+
+def local_artifact_root() -> Path:
+    """Where that store's artifacts live: a folder per experiment."""
+    return state_dir() / "mlartifacts"
+
+
+def running_server_uri() -> str | None:
+    """The MLflow URL of the `sluice server` running on this state dir, if one is."""
+    try:
+        record = json.loads((state_dir() / SERVER_RECORD).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return record["mlflow_url"] if psutil.pid_exists(record["pid"]) else None
 
 
 # MLflow's UI opens an experiment in its model-training view (runs, datasets, logged models), not the GenAI one.
@@ -32,7 +59,7 @@ def use_experiment(name: str, configured_uri: str | None) -> str:
 def artifact_location(experiment: str, uri: str) -> str | None:
     """Local (SQLite) stores keep artifacts under the state dir, not in `./mlruns` of whatever the working
     directory is; a tracking server decides for itself (None)."""
-    return (state_dir() / "mlartifacts" / experiment).resolve().as_uri() if uri.startswith("sqlite:") else None
+    return (local_artifact_root() / experiment).resolve().as_uri() if uri.startswith("sqlite:") else None
 
 
 def served(uri: str) -> bool:

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import math
 
+import psutil
+
 from configs.training import HardwareSpec, TrainingConfig
 from training.batch_ramp import BatchRamp
 from training.loss import CHUNK_ELEMENTS
@@ -166,6 +168,8 @@ def plan(config: TrainingConfig, inference_tokens: float | None = None, law: Sca
         "tokens_per_parameter": round(tokens / n_params, 2),
         "memory_gb_per_rank": memory, "planned_memory_gb_per_rank": planned_gb,
         "device_memory_gb": DEVICE_MEMORY_GB.get(hardware.device),
+        "host_memory_gb": round(psutil.virtual_memory().total / GB, 1) if hardware.device == "cpu" else None,
+        "ranks_per_host": math.ceil(hardware.ranks / hardware.nodes),
         "pipeline_bubble_fraction": pipeline_bubble(hardware),
         "allreduce_seconds_per_update": round(allreduce_seconds, 4),
         "checkpoint_gb": round(checkpoint_bytes / GB, 3),
@@ -191,11 +195,16 @@ def lifetime(n_params: int, tokens: int, inference_tokens: float, law: ScalingLa
 
 
 def check_fits(result: dict) -> None:
-    """Refuse a run whose planned memory per rank exceeds the device's."""
-    limit = result["device_memory_gb"]
-    if limit is not None and result["planned_memory_gb_per_rank"] > limit:
-        raise PlanRefused(f"planned memory per rank {result['planned_memory_gb_per_rank']:.1f} GB exceeds the "
-                          f"device's {limit} GB: {result['memory_gb_per_rank']}")
+    """Refuse a run whose planned memory per rank exceeds the device's or, on CPU, whose ranks on one host together
+    exceed this machine's memory (the plan's `host_memory_gb`)."""
+    per_rank, limit, host = result["planned_memory_gb_per_rank"], result["device_memory_gb"], result["host_memory_gb"]
+    if limit is not None and per_rank > limit:
+        raise PlanRefused(f"planned memory per rank {per_rank:.1f} GB exceeds the device's {limit} GB: "
+                          f"{result['memory_gb_per_rank']}")
+    ranks = result["ranks_per_host"]
+    if host is not None and per_rank * ranks > host:
+        raise PlanRefused(f"planned memory per rank {per_rank:.1f} GB x {ranks} ranks on one host = "
+                          f"{per_rank * ranks:.1f} GB exceeds this machine's {host} GB of memory")
 
 
 def plan_text(result: dict) -> str:
@@ -216,7 +225,9 @@ def plan_text(result: dict) -> str:
     for sharding, parts in result["memory_gb_per_rank"].items():
         lines.append(f"  {sharding:6} {parts['parameters']:.3f} / {parts['gradients']:.3f} / {parts['optimizer']:.3f} "
                      f"/ {parts['accumulation']:.3f} / {parts['activations']:.3f} = {parts['total']:.3f}; {parts['total_with_activation_checkpointing']:.3f}")
-    lines += [f"planned per rank: {result['planned_memory_gb_per_rank']} GB of {result['device_memory_gb'] or 'host'}",
+    memory = f"{result['device_memory_gb']} GB" if result["host_memory_gb"] is None else \
+        f"this machine's {result['host_memory_gb']} GB for {result['ranks_per_host']} ranks on one host"
+    lines += [f"planned per rank: {result['planned_memory_gb_per_rank']} GB of {memory}",
               f"pipeline bubble: {result['pipeline_bubble_fraction']:.1%}; ring all-reduce per update: "
               f"{result['allreduce_seconds_per_update']} s; checkpoint {result['checkpoint_gb']} GB, written in "
               f"{result['checkpoint_write_seconds']} s",
