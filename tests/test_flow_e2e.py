@@ -11,7 +11,6 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from configs.schema import load_recipe, parse_recipe
 from storage.document_shard import read_documents
 from storage.stage_figures import (DedupFigures, MixtureFigures, QualityFilterFigures, QualityModelsFigures,
                                    TokenizerFigures)
@@ -20,23 +19,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def recipe(small_corpus, dask_address, tmp_path_factory):
-    raw = load_recipe("configs/demo.yaml").model_dump()
-    raw["input"]["paths"] = [str(small_corpus / "warc")]
-    raw["dask"] = {"address": dask_address}
-    raw["store"] = str(tmp_path_factory.mktemp("store"))
-    raw["mlflow"]["experiment"] = "e2e"
-    return parse_recipe(raw)
+def recipe(demo_recipe):
+    return demo_recipe
 
 
 @pytest.fixture(scope="module")
-def traced_run(recipe):
-    """The first run, with the project modules each stage ran in this process (tests.stage_trace)."""
-    from flows.curation import curation_flow
-    from stage_trace import StageTrace          # tests/stage_trace.py
-
-    with StageTrace() as trace:
-        return curation_flow(recipe), trace
+def traced_run(traced_demo_run):
+    return traced_demo_run
 
 
 @pytest.fixture(scope="module")

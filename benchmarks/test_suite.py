@@ -1,0 +1,50 @@
+"""The test suite as CI runs it: README command 2 (`bash .ci/test`), timed whole, with its counts and slowest tests.
+
+    .venv/bin/python benchmarks/test_suite.py        # ~15 min on 2 cores
+
+Writes benchmarks/results/test_suite.json: `wall_s` (set-up already done, as on a second run), `passed`, `failed`,
+`skipped`, the 10 slowest tests (pytest's --durations, set-up and call), the CPU model, the commit and whether the
+tree was clean, and the goal (at most 15 minutes on 2 cores, issue 61).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import RESULTS, ROOT, WORK, goal, log, write_result  # noqa: E402
+
+BUDGET_S = 15 * 60
+SLOWEST = 10
+
+
+def main() -> int:
+    report = WORK / "test-suite.xml"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["bash", ".ci/setup"], cwd=ROOT, check=True)          # timed apart: CI's first run only
+    log("running bash .ci/test")
+    started = time.monotonic()
+    done = subprocess.run(["bash", ".ci/test", f"--junitxml={report}", f"--durations={SLOWEST}", "-p",
+                           "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    suite = ElementTree.parse(report).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    counts = {name: int(suite.get(name, 0)) for name in ("tests", "failures", "errors", "skipped")}
+    durations = [{"seconds": float(seconds), "phase": phase, "test": test} for seconds, phase, test in
+                 re.findall(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)$", done.stdout, flags=re.M)]
+    result = {"wall_s": round(wall, 1), "passed": counts["tests"] - counts["failures"] - counts["errors"]
+              - counts["skipped"], "failed": counts["failures"] + counts["errors"], "skipped": counts["skipped"],
+              "exit_status": done.returncode, "slowest": durations[:SLOWEST],
+              "goal_wall_s": goal(round(wall, 1), "<=", BUDGET_S), "summary": done.stdout.strip().splitlines()[-1]}
+    write_result(RESULTS / "test_suite.json", result, "test_suite.py", sys.argv[1:])
+    log(f"{result['summary']} ({wall:.0f} s)")
+    return 0 if done.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
