@@ -57,9 +57,12 @@ PARTS = ("throughput", "precision", "resume", "bigger")    # in this order; bigg
 SIZES = {   # per device kind: model, steps of each measurement, the text the shards hold
     "cuda": {"model": {"preset": "124M"}, "bigger": {"preset": "350M"}, "throughput_steps": 30,
              "precision_steps": 200, "precision_micro_batch": 4, "resume_steps": 20, "shard_bytes": 12_000_000},
-    "cpu": {"model": {"preset": "tiny", "seq_len": 128}, "bigger": {"preset": "tiny", "seq_len": 128, "n_layers": 4},
-            "throughput_steps": 14, "precision_steps": 40, "precision_micro_batch": 4, "resume_steps": 8,
-            "shard_bytes": 600_000},
+    # CPU: only that every part runs and writes its figures (a test), at the least cost. Each run is a torchrun
+    # start-up, a compile of a one-block model (the bigger model's blocks are that block again: inductor's cache)
+    # and a few steps; a throughput run's micro-batch is `micro_batch` (the plan has no CPU memory to fill).
+    "cpu": {"model": {"preset": "tiny", "n_layers": 1}, "bigger": {"preset": "tiny", "n_layers": 2},
+            "micro_batch": 2, "throughput_steps": 3, "precision_steps": 20, "precision_micro_batch": 4,
+            "resume_steps": 4, "shard_bytes": 600_000},
 }
 
 
@@ -184,7 +187,7 @@ class Check:
         micro_batch = 1
         while limit and plan(self.config(model, micro_batch * 2, 1, hardware))["planned_memory_gb_per_rank"] < limit:
             micro_batch *= 2
-        micro_batch = micro_batch if limit else 8
+        micro_batch = micro_batch if limit else self.sizes.get("micro_batch", 8)
         while True:
             run = self.train(model, micro_batch, self.sizes["throughput_steps"], hardware)
             if not run.get("out_of_memory") or micro_batch == 1:

@@ -1,5 +1,11 @@
 """A tiny ablation end to end, for real: Prefect flows on a Dask LocalCluster, torchrun FSDP2 on CPU ranks, SQLite
-MLflow. Two variants x two seeds on the small corpus plus one page that copies an evaluation text."""
+MLflow. Two variants x two seeds on the small corpus plus one page that copies an evaluation text.
+
+What costs time here is launching a training run (torchrun, two ranks importing torch, the run's MLflow records and
+its logged model), not its few updates: the module launches ten. The first ablation trains its variance split in
+the same flow (the split's test reads it; the plain rerun that follows shows the flag leaves the ablation and its
+comparison as they were), the recipe skips the domain stages no check reads, and a run checkpoints only at its end
+unless a test needs one before."""
 from __future__ import annotations
 
 import glob
@@ -25,6 +31,7 @@ from flows.training_inputs import trainer_code_version
 SPEECH = "reference/speeches_nltk/inaugural/2005-Bush.txt"
 PLANTED_URL = "http://planted.example.org/inaugural-2005.html"
 TOKENS = 2048                     # 4 updates of 2 ranks x 4 sequences x 64 tokens
+UPDATES = 4
 
 
 def _planted_warc(path, data_dir) -> None:
@@ -48,7 +55,8 @@ def ablation_raw(small_corpus, data_dir, dask_address, tmp_path_factory) -> dict
     base = yaml.safe_load(open("configs/demo.yaml"))
     base |= {"store": str(out / "store"), "quality": {"enabled": False},
              "input": {"paths": [str(small_corpus / "warc"), str(out / "planted")], "source": "cc-sluice-small"},
-             "dask": {"address": dask_address}}
+             "dask": {"address": dask_address},
+             "domains": {"enabled": False}}        # topic and format clusters: no check reads them (~30 s a variant)
     raw = yaml.safe_load(open("configs/ablation.yaml")) | {
         "name": "ablation-test", "base": base, "baseline": "raw", "origin": ".",
         "variants": {"raw": {"dedup": {"enabled": False}}, "+dedup": {}},
@@ -59,8 +67,10 @@ def ablation_raw(small_corpus, data_dir, dask_address, tmp_path_factory) -> dict
             "encyclopedic": {"paths": ["{data_dir}/reference/wikitext-2/wiki.test.raw"],
                              "format": "wikitext_articles", "max_chars": 2500}}},
         "mlflow": {"experiment": "ablation-test"}}
-    raw["train"] |= {"eval": {"every": 2, "batches": 1}, "checkpoint": {"every": 2}, "log_every": 1,
-                     "optimizer": {"lr": 0.01, "warmup_steps": 1}}     # 4 updates that learn the unigrams at least
+    # 4 updates that learn the unigrams at least; two evaluations (a curve), one short sample each; the one
+    # checkpoint at the end (the killed ablation's test asks for one before)
+    raw["train"] |= {"eval": {"every": 2, "batches": 1, "prompts": ["The"], "sample_tokens": 8},
+                     "checkpoint": {"every": UPDATES}, "log_every": 1, "optimizer": {"lr": 0.01, "warmup_steps": 1}}
     return raw
 
 
@@ -70,13 +80,13 @@ def ablation_config(ablation_raw):
 
 
 @pytest.fixture(scope="module")
-def ablation_runs(ablation_config):
+def ablation_runs(ablation_raw, ablation_config):
+    """The ablation with --variance-split (its runs and the baseline's split runs), then rerun without it; the loss
+    history lengths of every run the first trained (members and split runs) between the two."""
     from flows.ablation import ablation_flow
 
-    first = ablation_flow(ablation_config)
-    client = mlflow.MlflowClient()
-    histories = {run.info.run_id: len(client.get_metric_history(run.info.run_id, "loss"))
-                 for run in _children(first["mlflow_run_id"])}
+    first = ablation_flow(parse_ablation(ablation_raw | {"variance_split": True}))
+    histories = _histories(_trained_runs(first["mlflow_run_id"]))
     second = ablation_flow(ablation_config)
     return first, second, histories
 
@@ -85,6 +95,25 @@ def _children(parent_id: str) -> list:
     from flows.ablation_report import training_runs
 
     return list(training_runs(parent_id).values())
+
+
+def _split_runs(parent_id: str) -> list:
+    """The variance split's runs nested under the ablation's run (not members of its comparison)."""
+    from flows.ablation_report import SPLIT_KIND
+
+    experiment_id = mlflow.get_run(parent_id).info.experiment_id
+    return mlflow.MlflowClient().search_runs([experiment_id], filter_string=(
+        f"tags.`mlflow.parentRunId` = '{parent_id}' and tags.`sluice.kind` = '{SPLIT_KIND}'"))
+
+
+def _trained_runs(parent_id: str) -> list[str]:
+    """Every training run of the ablation: the compared runs and the variance split's."""
+    return sorted(run.info.run_id for run in _children(parent_id) + _split_runs(parent_id))
+
+
+def _histories(run_ids) -> dict[str, int]:
+    client = mlflow.MlflowClient()
+    return {run_id: len(client.get_metric_history(run_id, "loss")) for run_id in run_ids}
 
 
 def _uniform_bpb(suite_path: str, tokenizer_path: str) -> float:
@@ -105,7 +134,7 @@ def _uniform_bpb(suite_path: str, tokenizer_path: str) -> float:
 
 
 def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
-    first, _, _ = ablation_runs
+    first, second, _ = ablation_runs
     parent_id = first["mlflow_run_id"]
     client = mlflow.MlflowClient()
     children = _children(parent_id)
@@ -135,7 +164,8 @@ def test_nested_runs_with_datasets_table_and_charts(ablation_runs):
     assert f"{versus['mde']:.4f}" in first["verdict"] and first["verdict"].startswith(
         ("+dedup vs raw: no difference larger than", "+dedup vs raw: underpowered", "+dedup beats", "raw beats"))
     parent = client.get_run(parent_id)
-    assert parent.data.tags["mlflow.note.content"] == first["markdown"]     # the run page's description
+    # the run page's description: the report of the last run of the ablation (the rerun, without the split)
+    assert parent.data.tags["mlflow.note.content"] == second["markdown"]
     assert parent.data.metrics["detectable/macro"] == pytest.approx(versus["mde"])
     assert parent.data.metrics["called/macro"] == 0.0
     charts = {entry.path for entry in client.list_artifacts(parent_id, "charts")}
@@ -247,9 +277,8 @@ def test_a_planted_copy_of_an_eval_text_is_removed_before_training_and_counted(a
 def test_rerunning_a_finished_ablation_trains_nothing(ablation_runs):
     first, second, histories = ablation_runs
     assert second["mlflow_run_id"] == first["mlflow_run_id"]
-    children = _children(first["mlflow_run_id"])
-    client = mlflow.MlflowClient()
-    assert {run.info.run_id: len(client.get_metric_history(run.info.run_id, "loss")) for run in children} == histories
+    assert len(histories) == 4 + 3                  # the compared runs and the split's: no run new, none trained on
+    assert _histories(_trained_runs(first["mlflow_run_id"])) == histories
     assert second["table"]["variants"] == first["table"]["variants"]
 
 
@@ -297,21 +326,28 @@ def test_seed_rounds_add_seeds_until_called_or_the_cap_testing_at_the_spent_alph
     assert {run_id: len(client.get_metric_history(run_id, "loss")) for run_id in histories} == histories
 
 
-def test_the_variance_split_trains_the_baseline_with_each_seed_control_alone(ablation_raw, ablation_runs):
+def test_the_variance_split_trains_the_baseline_with_each_seed_control_alone(ablation_runs):
     """With --variance-split the baseline is trained again with one seed control varying at a time (its first seed
     is the main run); the split says which part of the noise each control holds and leaves the comparison as it
-    was."""
-    from flows.ablation import ablation_flow
-
-    first, _, _ = ablation_runs
-    result = ablation_flow(parse_ablation(ablation_raw | {"variance_split": True}))
-    assert result["mlflow_run_id"] == first["mlflow_run_id"]           # the same ablation, continued
-    assert result["table"]["runs"] == first["table"]["runs"]
-    split = result["table"]["variance_split"]
+    was. (The fixture's first ablation has the flag; its rerun without it is the same ablation, the same table.)"""
+    first, second, _ = ablation_runs
+    assert second["mlflow_run_id"] == first["mlflow_run_id"]           # the same ablation, with or without the flag
+    assert first["table"]["runs"] == second["table"]["runs"]
+    assert {key: value for key, value in first["table"].items() if key != "variance_split"} == second["table"]
+    split = first["table"]["variance_split"]
     assert split["variant"] == "raw" and set(split["controls"]) == {"init", "data_order", "mixture_draw"}
     assert all(row["seeds"] == 2 and row["std"] > 0 for row in split["controls"].values())
     assert sum(row["share"] for row in split["controls"].values()) == pytest.approx(1.0)
-    assert "one seed control varied at a time" in result["markdown"]
+    assert "one seed control varied at a time" in first["markdown"]
+    assert "one seed control varied at a time" not in second["markdown"]
+    # trained anew: the baseline at the second seed, once per control; at the first seed each control's run is the
+    # main run (every control at that seed); none of them is compared
+    runs = _split_runs(first["mlflow_run_id"])
+    assert sorted((run.data.tags["sluice.variant"], run.data.tags["sluice.seed"], run.data.tags["sluice.seed_controls"])
+                  for run in runs) == [("raw", "1", "data_order"), ("raw", "1", "init"), ("raw", "1", "mixture_draw")]
+    assert all(run.info.status == "FINISHED" for run in runs)
+    compared = {run_id for seeds in first["table"]["runs"].values() for run_id in seeds.values()}
+    assert not compared & {run.info.run_id for run in runs}
 
 
 def _checkpointed_unfinished_run(train_dir: str, before: set[str]) -> str | None:
@@ -341,6 +377,9 @@ def test_a_killed_ablation_resumes_and_a_given_tokenizer_is_used_as_is(ablation_
     raw = json.loads(json.dumps(ablation_raw)) | {"name": "ablation-resume", "seeds": [2], "tokens": 2 * TOKENS,
                                                   "tokenizer": {"path": given}}
     raw["train"]["checkpoint"] = {"every": 2}
+    # no check here reads a logged model or the curve: skip the model, evaluate at the middle and the end only
+    raw["train"]["eval"] |= {"every": UPDATES}
+    raw["train"]["mlflow"] = raw["train"].get("mlflow", {}) | {"log_model": False}
     config_file = tmp_path / "ablation.yaml"
     config_file.write_text(yaml.safe_dump(raw))
     train_dir = f"{store}/train"

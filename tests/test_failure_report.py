@@ -19,14 +19,17 @@ WHIRLWIND = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
 
 
 @pytest.mark.slow
-def test_too_little_data_for_the_quality_models_is_reported_once_without_a_traceback(data_dir, tmp_path):
+def test_too_little_data_for_the_quality_models_is_reported_once_without_a_traceback(data_dir, dask_address, tmp_path):
+    """`sluice run` in its own process, on the session's Prefect API and Dask cluster (starting its own costs ~15 s
+    and is tested in test_cli_run)."""
+    from flows.dask_cluster import prefect_api_env
+
     recipe = {"name": "too-little", "store": str(tmp_path / "store"),
-              "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "too-little"}, "dask": {"n_workers": 2},
-              "tokenizer": {"enabled": False},
+              "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "too-little"},
+              "dask": {"address": dask_address}, "tokenizer": {"enabled": False},
               "mixture": {"enabled": False}, "mlflow": {"experiment": "too-little"}}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
-        "PREFECT_HOME": str(tmp_path / "prefect"), "SLUICE_STATE_DIR": str(tmp_path / "state")}
+    env = os.environ | prefect_api_env() | {"SLUICE_STATE_DIR": str(tmp_path / "state")}
     done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr

@@ -116,3 +116,25 @@ def test_an_attempt_that_failed_before_its_params_gets_them_on_resume_and_the_mo
 
 def _monitors() -> int:
     return sum(thread.name == "SystemMetricsMonitor" and thread.is_alive() for thread in threading.enumerate())
+
+
+def test_checkpoints_tracked_in_another_store_are_logged_again_here_with_their_figures(tmp_path, caplog):
+    """A training folder whose MLflow run is in another store (the CLI's, then a server's) continues in a new run
+    of this store, the old run's params, tags and metrics copied, and says so; the record then names this store."""
+    from tracking.mlflow_writer import RunWriter
+
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    first = RunWriter(_config(tmp_path, tracking_uri=elsewhere, system_metrics_interval_s=None))
+    first.params({"model.d_model": "16"})
+    first.metrics([["loss", 4.0 - step, 1000 + step, step] for step in range(1, 4)])
+    first.finish("FINISHED")
+    here = f"sqlite:///{tmp_path / 'here.db'}"
+    again = RunWriter(_config(tmp_path, tracking_uri=here, system_metrics_interval_s=None))
+    assert again.resumed and again.run_id != first.run_id
+    assert "logged again here as run" in caplog.text and "its params, tags and metrics copied" in caplog.text
+    copied = mlflow.MlflowClient(here)
+    assert [point.value for point in copied.get_metric_history(again.run_id, "loss")] == [3.0, 2.0, 1.0]
+    assert copied.get_run(again.run_id).data.params["model.d_model"] == "16"
+    record = json.loads((Path(_config(tmp_path).checkpoint.dir) / RUN_RECORD).read_text())
+    assert record == {"run_id": again.run_id, "tracking_uri": here}
+    again.finish("FINISHED")
