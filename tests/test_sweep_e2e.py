@@ -19,16 +19,19 @@ TOKENS = [1024, 2048]           # 2 and 4 updates of 4 x 64 tokens on 2 ranks
 
 
 @pytest.fixture(scope="module")
-def sweep_raw(small_corpus, tmp_path_factory) -> dict:
+def sweep_raw(small_corpus, dask_address, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("sweep")
     recipe = yaml.safe_load(open("configs/demo.yaml"))
     recipe |= {"store": str(out / "store"), "quality": {"enabled": False}, "dedup": {"enabled": False},
+               "domains": {"enabled": False},        # the ladder's data needs no topics or formats
                "tokenizer": recipe["tokenizer"] | {"vocab_size": 600},
-               "input": {"paths": [str(small_corpus / "warc")], "source": "cc-sluice-small"}}
+               "input": {"paths": [str(small_corpus / "warc")], "source": "cc-sluice-small"},
+               "dask": {"address": dask_address}}    # the session's cluster: no cluster of its own per sweep_flow
     raw = yaml.safe_load(open("configs/ladder.yaml"))
+    raw["train"]["eval"] |= {"prompts": []}          # no sampled text: the points are measurements
     return raw | {"name": "sweep-test", "recipe": recipe, "models": MODELS, "tokens": TOKENS, "origin": ".",
                   "mlflow": {"experiment": "sweep-test"},
-                  "fit_resamples": 20}      # intervals are checked for shape here, not width: 200 refits cost ~15 s
+                  "fit_resamples": 10}      # intervals are checked for shape here, not width: 200 refits cost ~15 s
 
 
 @pytest.fixture(scope="module")

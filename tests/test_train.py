@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from torchrun_training import TrainedRuns, training_runs    # tests/torchrun_training.py
+from torchrun_training import run as run_spec                # (`run`: a name the tests use for MLflow runs)
 from training_drills import drill_env           # tests/training_drills.py (pytest puts tests/ on the path)
 
 
@@ -65,18 +67,28 @@ def _edit(config: str, **changes) -> str:
     return config
 
 
-def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(byte_shards, tmp_path):
+@pytest.fixture(scope="module")
+def resumed_twice(byte_shards, tmp_path_factory) -> dict:
+    """A run of 12 steps straight through, and the same run stopped after step 5 and after step 10 and resumed each
+    time (checkpoints every 4 steps): their records, and the interrupted run's checkpoint folder. The first test
+    checks them; the corrupt-checkpoint test damages a copy of the checkpoint of step 4 (one torchrun fewer)."""
+    tmp_path = tmp_path_factory.mktemp("resumed-twice")
     # rank 0 writes this run's MLflow run itself; the interrupted one below is written by the launching process
-    straight = [record for record in _torchrun(_config(tmp_path, byte_shards, "straight"), hosted=False)
-                if "loss" in record]
-    assert [record["step"] for record in straight] == list(range(1, 13))
-    assert all(record["b_noise"] is not None for record in straight[1:])      # accumulation 2 gives two batch sizes
-    assert straight[-1]["loss"] < straight[0]["loss"] - 0.5
-
+    straight = _torchrun(_config(tmp_path, byte_shards, "straight"), hosted=False)
     interrupted = _config(tmp_path, byte_shards, "interrupted")
     first = _torchrun(interrupted, "--stop-after", "5")             # checkpoint at 4, step 5 is lost
     second = _torchrun(interrupted, "--stop-after", "10")           # resumes at 4, checkpoint at 8
     third = _torchrun(interrupted)                                   # resumes at 8, runs to 12
+    return {"straight": straight, "runs": (first, second, third), "checkpoints": tmp_path / "interrupted"}
+
+
+def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(resumed_twice):
+    straight = [record for record in resumed_twice["straight"] if "loss" in record]
+    assert [record["step"] for record in straight] == list(range(1, 13))
+    assert all(record["b_noise"] is not None for record in straight[1:])      # accumulation 2 gives two batch sizes
+    assert straight[-1]["loss"] < straight[0]["loss"] - 0.5
+
+    first, second, third = resumed_twice["runs"]
     assert [r["step"] for r in second if r.get("event") == "resumed"] == [4]
     assert [r["step"] for r in third if r.get("event") == "resumed"] == [8]
     resumed = {r["step"]: r["loss"] for run in (first, second, third) for r in run if "loss" in r}
@@ -233,10 +245,12 @@ def test_nan_loss_stops_naming_the_step_and_the_last_good_checkpoint(byte_shards
     assert f"last good checkpoint is {tmp_path / 'diverging'}/step-{step - 1:06d}" in message
 
 
-def test_a_corrupt_or_mismatched_checkpoint_is_an_error_not_a_fresh_start(byte_shards, tmp_path):
-    config = _edit(_config(tmp_path, byte_shards, "saved"), steps=4)
-    _torchrun(config)
-    _edit(config, steps=8, model__d_model=128)
+def test_a_corrupt_or_mismatched_checkpoint_is_an_error_not_a_fresh_start(resumed_twice, byte_shards, tmp_path):
+    import shutil
+
+    # a checkpoint the trainer saved at step 4 of this config (the first test's interrupted run), copied
+    shutil.copytree(resumed_twice["checkpoints"] / "step-000004", tmp_path / "saved" / "step-000004")
+    config = _edit(_config(tmp_path, byte_shards, "saved"), steps=8, model__d_model=128)
     done = _run_torchrun(config)
     assert done.returncode != 0 and "CheckpointError" in done.stderr
     assert "is of another model (differs in d_model" in done.stderr
@@ -277,66 +291,90 @@ def test_a_sequence_longer_than_the_model_is_an_error():
 
 
 def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_shards, tmp_path):
-    """Drills run for real under torchrun: targets = inputs (the off-by-one label bug), and rank 1 stalled before
-    7 updates in a row. `sluice doctor` names each, and nothing else but what the label bug also causes: the
-    validation loss (on true next tokens) rising while the copied targets' loss falls."""
+    """Drills run for real under torchrun, both in one run: targets = inputs (the off-by-one label bug), and rank 1
+    stalled before 7 updates in a row. `sluice doctor` names each, and nothing else but what the label bug also
+    causes: the validation loss (on true next tokens) rising while the copied targets' loss falls. (The stall
+    changes no loss, the label bug no step's time: each drill's findings are its own.)"""
     import mlflow
 
     from flows.doctor import doctor
 
-    shifted = _edit(_config(tmp_path, byte_shards, "shifted"), steps=40, optimizer__lr=1e-2)
-    throttled = _edit(_config(tmp_path, byte_shards, "throttled"), steps=24)
+    drilled = _edit(_config(tmp_path, byte_shards, "shifted-throttled"), steps=40, optimizer__lr=1e-2)
     client = mlflow.MlflowClient()
     # the store exists before the ranks start: creating it beside them halves their first steps' tokens/s, which
     # the doctor rightly reads as a throughput drop (seen with this test run alone)
     client.search_experiments()
-    _torchrun(shifted, drills={"label_shift": True})
-    _torchrun(throttled, drills={"slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
+    _torchrun(drilled, drills={"label_shift": True,
+                               "slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
     experiment = client.get_experiment_by_name("train-test").experiment_id
-    found = {}
-    for name in ("shifted", "throttled"):
-        (run,) = client.search_runs([experiment], filter_string=f"tags.`sluice.data` = '{name}'")
-        found[name] = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
-    assert found == {"shifted": [("loss_too_low", True), ("validation_rising", False)],
-                     "throttled": [("throughput_drop", False)]}
+    (run,) = client.search_runs([experiment], filter_string="tags.`sluice.data` = 'shifted-throttled'")
+    found = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
+    assert found == [("loss_too_low", True), ("validation_rising", False), ("throughput_drop", False)]
 
 
-def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of_plain_fp32(byte_shards, tmp_path):
+FP16_SCALE_TOO_LARGE = {"steps": 10, "grad_accumulation": 1, "data__validation": [], "hardware__dtype": "fp16",
+                        "hardware__loss_scale": 2.0 ** 20}
+
+
+@pytest.fixture(scope="module")
+def option_runs(byte_shards, tmp_path_factory) -> TrainedRuns:
+    """The runs of the trainer options', the fp16 loss scale's and the accumulation's tests (the one-layer model,
+    MLflow off: these tests read the records only), one after another in one torchrun of 2 ranks (tests/
+    torchrun_training.py, `training_runs`: each with its own process group and a Trainer built from its config, as
+    a torchrun of its own; the resumed run from the checkpoint on disk): the ranks import torch and the trainer
+    once, not ten times. The compiled run last: no run after it meets what compiling left in the ranks."""
+    folder = tmp_path_factory.mktemp("options")
+
+    def config(name: str, **changes) -> str:
+        return _edit(_config(folder, byte_shards, name), **{"model__n_layers": 1, "mlflow__enabled": False,
+                                                            **changes})
+
+    interrupted = config("interrupted-fp16", **FP16_SCALE_TOO_LARGE)
+    return training_runs({
+        "plain": run_spec(config("plain", steps=4)),
+        "recomputed": run_spec(config("recomputed", steps=4, hardware__activation_checkpointing=True)),
+        "bf16": run_spec(config("bf16", steps=4, hardware__dtype="bf16")),
+        "fp16": run_spec(config("fp16", steps=4, hardware__dtype="fp16")),
+        "whole": run_spec(config("whole", steps=5, micro_batch_size=8, grad_accumulation=1, data__validation=[])),
+        "accumulated": run_spec(config("accumulated", steps=5, micro_batch_size=2, grad_accumulation=4,
+                                       data__validation=[])),
+        "straight-fp16": run_spec(config("straight-fp16", **FP16_SCALE_TOO_LARGE)),
+        "interrupted-fp16": run_spec(interrupted, stop_after=5),             # checkpoint at 4
+        "resumed-fp16": run_spec(interrupted),
+        "compiled-whole": run_spec(config("compiled-whole", steps=4, hardware__compile=True,
+                                          hardware__compile_scope="model")),
+    }, 2)
+
+
+def _updates(records: list[dict]) -> list[dict]:
+    return [record for record in records if "loss" in record and "event" not in record]
+
+
+def test_activation_checkpointing_bf16_and_compile_run_on_cpu_with_the_losses_of_plain_fp32(option_runs):
     """Every trainer option runs somewhere: recomputing activations changes no loss; bf16 and fp16 mixed precision
     (FSDP2's MixedPrecisionPolicy on CPU ranks; fp16 with its loss scale) stay within their precision of fp32;
-    torch.compile (inductor's CPU backend) within float tolerance."""
-    def losses(name: str, **changes) -> list[float]:
-        config = _edit(_config(tmp_path, byte_shards, name), steps=4, model__n_layers=1, **changes)
-        return [record["loss"] for record in _torchrun(config) if "loss" in record and "event" not in record]
+    torch.compile (inductor's CPU backend) within float tolerance. The compiled run compiles the whole model
+    (compile_scope model), which no other test holds to the losses of an eager run; compiling block by block is
+    held to them by tests/test_pipeline_parallel.py (GPipe stages compiled) and tests/test_checkpoint_layouts.py
+    (tensor-parallel blocks compiled)."""
+    def losses(name: str) -> list[float]:
+        return [record["loss"] for record in _updates(option_runs[name])]
 
     plain = losses("plain")
     assert len(plain) == 4
-    assert losses("recomputed", hardware__activation_checkpointing=True) == pytest.approx(plain, abs=1e-5)
-    bf16 = losses("bf16", hardware__dtype="bf16")
+    assert losses("recomputed") == pytest.approx(plain, abs=1e-5)
+    bf16 = losses("bf16")
     assert bf16 == pytest.approx(plain, rel=2e-2) and bf16 != plain        # close, and really computed in bf16
-    fp16 = losses("fp16", hardware__dtype="fp16")
+    fp16 = losses("fp16")
     assert fp16 == pytest.approx(plain, rel=2e-2) and fp16 != plain and fp16 != bf16
-    assert losses("compiled", hardware__compile=True) == pytest.approx(plain, abs=1e-3)
-    assert losses("compiled-whole", hardware__compile=True, hardware__compile_scope="model") == \
-        pytest.approx(plain, abs=1e-3)
+    assert losses("compiled-whole") == pytest.approx(plain, abs=1e-3)
 
 
-def test_fp16_skips_the_steps_whose_gradients_overflow_and_resumes_with_its_loss_scale(byte_shards, tmp_path):
+def test_fp16_skips_the_steps_whose_gradients_overflow_and_resumes_with_its_loss_scale(option_runs):
     """A loss scale too large to start from (2^20: the gradients reach float16's 65,504) overflows: those steps are
     skipped (no update: the loss does not move), counted and logged while the scale halves, then the run trains. A
     run killed after its checkpoint and resumed carries the scale and the count on: the same losses and scales."""
-    def records(name: str, *extra: str) -> list[dict]:
-        return [record for record in _torchrun(_config_path(name), *extra)
-                if "loss" in record and "event" not in record]
-
-    def _config_path(name: str) -> str:
-        path = tmp_path / f"{name}.yaml"
-        if not path.exists():
-            _edit(_config(tmp_path, byte_shards, name), steps=10, model__n_layers=1, grad_accumulation=1,
-                  data__validation=[], hardware__dtype="fp16", hardware__loss_scale=2.0 ** 20)
-        return str(path)
-
-    straight = records("straight-fp16")
+    straight = _updates(option_runs["straight-fp16"])
     skipped = [record for record in straight if record["grad_norm"] is None]
     assert 1 <= len(skipped) <= 6 and skipped == straight[:len(skipped)]
     assert [record["skipped_steps"] for record in straight] == [min(step, len(skipped)) for step in range(1, 11)]
@@ -344,22 +382,18 @@ def test_fp16_skips_the_steps_whose_gradients_overflow_and_resumes_with_its_loss
     assert max(record["loss"] for record in skipped) - min(record["loss"] for record in skipped) < 0.02   # no update
     assert straight[-1]["loss"] < straight[len(skipped)]["loss"] - 0.5                                      # trains
 
-    first = records("interrupted-fp16", "--stop-after", "5")          # checkpoint at 4
-    resumed = first[:4] + records("interrupted-fp16")
+    first = _updates(option_runs["interrupted-fp16"])                 # stopped after step 5, checkpoint at 4
+    assert [record["step"] for record in option_runs["resumed-fp16"] if record.get("event") == "resumed"] == [4]
+    resumed = first[:4] + _updates(option_runs["resumed-fp16"])
     assert [(r["step"], r["loss"], r["loss_scale"], r["skipped_steps"]) for r in resumed] == \
         [(r["step"], pytest.approx(r["loss"], abs=1e-6), r["loss_scale"], r["skipped_steps"]) for r in straight]
 
 
-def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_once(byte_shards, tmp_path):
+def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_once(option_runs):
     """Accumulating 4 micro-batches of 2 (losses kept on the device, the ranks' gradients reduced after the last
     micro-batch, and after the first for the noise probe) gives the losses and gradient norms of one batch of 8:
     the same windows, the same update."""
-    def records(name: str, micro_batch: int, accumulation: int) -> list[dict]:
-        config = _edit(_config(tmp_path, byte_shards, name), steps=5, model__n_layers=1, micro_batch_size=micro_batch,
-                       grad_accumulation=accumulation, data__validation=[])
-        return [record for record in _torchrun(config) if "loss" in record and "event" not in record]
-
-    whole, accumulated = records("whole", 8, 1), records("accumulated", 2, 4)
+    whole, accumulated = _updates(option_runs["whole"]), _updates(option_runs["accumulated"])
     assert len(whole) == len(accumulated) == 5
     assert [r["loss"] for r in accumulated] == pytest.approx([r["loss"] for r in whole], abs=2e-5)
     assert [r["grad_norm"] for r in accumulated] == pytest.approx([r["grad_norm"] for r in whole], rel=1e-4)

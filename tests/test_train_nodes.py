@@ -16,6 +16,7 @@ import yaml
 
 from test_train import _config, _edit, _torchrun        # pytest puts tests/ on the path
 from tracking.mlflow_writer import RUN_RECORD
+from training_drills import drill_env
 
 pytestmark = pytest.mark.slow
 
@@ -48,20 +49,22 @@ def _records(checkpoint_dir: str) -> list[dict]:
 
 def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, tmp_path, trainer_cluster,
                                                                   monkeypatch):
-    """...and node 0's rank 0 sends its MLflow run to the flow, which writes it (a spy on the writer's real
+    """...to the same losses at each of 4 steps (the one-node run without MLflow: its losses are all it gives
+    here), and node 0's rank 0 sends its MLflow run to the flow, which writes it (a spy on the writer's real
     `apply`, in this process, which runs the flow)."""
     import tracking.mlflow_writer as mlflow_writer
     from flows.training_flow import training_flow
 
     address, _ = trainer_cluster
-    one_node = [r for r in _torchrun(_edit(_config(tmp_path, byte_shards, "one-node"), steps=6)) if "loss" in r]
+    one_node = _edit(_config(tmp_path, byte_shards, "one-node"), steps=4, mlflow__enabled=False)
+    one_node = [r for r in _torchrun(one_node, hosted=False) if "loss" in r]
     written_here, apply = [], mlflow_writer.apply
     monkeypatch.setattr(mlflow_writer, "apply", lambda lines: written_here.append(True) or apply(lines))
-    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "two-nodes"), steps=6), address)
+    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "two-nodes"), steps=4), address)
     result = training_flow(config)
     assert written_here, "rank 0 wrote its MLflow run itself"
     two_nodes = {r["step"]: r["loss"] for r in _records(config.checkpoint.dir) if "loss" in r}
-    assert sorted(two_nodes) == [r["step"] for r in one_node] == list(range(1, 7))
+    assert sorted(two_nodes) == [r["step"] for r in one_node] == list(range(1, 5))
     for record in one_node:
         assert two_nodes[record["step"]] == pytest.approx(record["loss"], abs=1e-6), record["step"]
     assert result["loss"] == pytest.approx(one_node[-1]["loss"], abs=1e-6)
@@ -70,12 +73,39 @@ def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, t
 
 def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tmp_path, trainer_cluster):
     """Node 1's machine dies (its worker and its torchrun, killed) after a checkpoint: the run fails naming node 1,
-    node 0's trainer is stopped, and a rerun on the restarted worker resumes from the checkpoint."""
+    node 0's trainer is stopped, and a rerun on the restarted worker resumes from the checkpoint. Node 1's rank
+    stalls before step 3 (a drill in its worker's environment, which its torchrun inherits), so the first attempt
+    is still at step 3 when the node dies, whenever that is: a run of 4 steps, checkpointed at 2 and 4."""
     from flows.training_flow import training_flow
     from flows.training_nodes import cluster_workers
 
     address, client = trainer_cluster
-    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "lost"), steps=40, checkpoint__every=2), address)
+    config = _on_nodes(_edit(_config(tmp_path, byte_shards, "lost"), steps=4, checkpoint__every=2), address)
+
+    def environ(variables: dict[str, str | None]) -> None:      # on a worker: what the torchruns it starts inherit
+        for variable, value in variables.items():
+            os.environ.pop(variable, None) if value is None else os.environ.__setitem__(variable, value)
+
+    stall = drill_env(slow_rank=1, slow_seconds=600, slow_steps=[3])
+    client.run(environ, stall)                  # (a nested function: sent by value, not imported from this module)
+    try:
+        _lose_node_1(config, client, training_flow, cluster_workers)
+    finally:                    # the restarted worker starts without the drill; the other one forgets it
+        client.run(environ, dict.fromkeys(stall))
+    resumed = training_flow(config)
+    assert resumed["step"] == 4 and resumed["mlflow_run_id"] == _run_id(config)
+    assert mlflow.MlflowClient().get_run(resumed["mlflow_run_id"]).info.status == "FINISHED"
+    assert [r["event"] for r in _records(config.checkpoint.dir) if r.get("event") == "resumed"] == ["resumed"]
+
+
+def _run_id(config) -> str:
+    with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
+        return json.load(handle)["run_id"]
+
+
+def _lose_node_1(config, client, training_flow, cluster_workers) -> None:
+    """The first attempt, and node 1 lost after its first checkpoint: the run fails naming node 1, no trainer is
+    left, its MLflow run FAILED; both workers are back."""
     failure: list[BaseException] = []
 
     def first_attempt():
@@ -98,15 +128,9 @@ def test_a_lost_node_fails_the_run_naming_it_and_a_rerun_resumes(byte_shards, tm
     assert not attempt.is_alive() and failure, "the run did not fail"
     assert f"node 1 ({nodes[1]})" in str(failure[0]), failure[0]
     assert not _trainers_left(config.checkpoint.dir), "a trainer was left running"
-    with open(f"{config.checkpoint.dir}/{RUN_RECORD}") as handle:
-        run_id = json.load(handle)["run_id"]
-    assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"     # not RUNNING for ever
-
+    assert [r["step"] for r in _records(config.checkpoint.dir) if "loss" in r] == [1, 2]     # lost in step 3
+    assert mlflow.MlflowClient().get_run(_run_id(config)).info.status == "FAILED"     # not RUNNING for ever
     client.wait_for_workers(2, timeout=120)       # the nanny restarts the lost worker, with its resource
-    resumed = training_flow(config)
-    assert resumed["step"] == 40 and resumed["mlflow_run_id"] == run_id
-    assert mlflow.MlflowClient().get_run(run_id).info.status == "FINISHED"
-    assert [r["event"] for r in _records(config.checkpoint.dir) if r.get("event") == "resumed"] == ["resumed"]
 
 
 def _trainers_left(checkpoint_dir: str) -> list[psutil.Process]:
