@@ -9,6 +9,8 @@ the backward pass (as Liger's fused linear cross-entropy does); the matmuls are 
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -45,7 +47,11 @@ def chunk_terms(logits: torch.Tensor, targets: torch.Tensor, z_loss: float, scal
     return gradient.mul_(scale / count).to(logits.dtype), cross_entropy, log_z.pow(2).sum()
 
 
-compiled_chunk_terms = torch.compile(chunk_terms, dynamic=False)    # compiled at its first call
+@functools.cache
+def compiled_chunk_terms():
+    """`chunk_terms` compiled (at its first call). Made on first use: torch.compile imports dynamo and inductor,
+    3 s of every rank's start-up that an eager run never needs."""
+    return torch.compile(chunk_terms, dynamic=False)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -54,7 +60,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         rows, targets = hidden.flatten(0, 1), targets.flatten()
         count = rows.shape[0]
         chunk = max(1, CHUNK_ELEMENTS // weight.shape[0])
-        terms = compiled_chunk_terms if compiled else chunk_terms
+        terms = compiled_chunk_terms() if compiled else chunk_terms
         grad_rows = torch.empty_like(rows)
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
         cross_entropy = torch.zeros((), dtype=torch.float32, device=rows.device)

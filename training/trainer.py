@@ -32,7 +32,6 @@ from training.model import ModelConfig, Transformer
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, set_learning_rate
 from training.parallel import Distributed, all_reduce_mean, clip_gradients, shard_model
-from training.pipeline_parallel import Pipeline
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.spikes import SpikeDetector
@@ -69,8 +68,12 @@ class Trainer:
         compute_dtype = COMPUTE_DTYPES.get(config.hardware.dtype)
         self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
             else None
-        self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype,
-                                 self.loss_scale) if env.pipeline_parallel > 1 else None
+        self.pipeline = None
+        if env.pipeline_parallel > 1:
+            # imported here: torch's pipelining imports dynamo, a second of every rank's start-up
+            from training.pipeline_parallel import Pipeline
+            self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype,
+                                     self.loss_scale)
         self.stages = self.pipeline.group if self.pipeline else None    # the pipeline's ranks, for gradient norms
         if self.pipeline:
             self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
