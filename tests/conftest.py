@@ -117,6 +117,30 @@ def _nothing() -> None:
     pass
 
 
+@pytest.fixture(scope="session")
+def demo_recipe(small_corpus, dask_address, tmp_path_factory):
+    """configs/demo.yaml on the small corpus, in a store of the session's, on the session's Dask cluster."""
+    from configs.schema import load_recipe, parse_recipe
+
+    raw = load_recipe("configs/demo.yaml").model_dump()
+    raw["input"]["paths"] = [str(small_corpus / "warc")]
+    raw["dask"] = {"address": dask_address}
+    raw["store"] = str(tmp_path_factory.mktemp("store"))
+    raw["mlflow"]["experiment"] = "e2e"
+    return parse_recipe(raw)
+
+
+@pytest.fixture(scope="session")
+def traced_demo_run(demo_recipe):
+    """The demo recipe run once a session (every stage and the training), with the project modules each stage ran
+    in this process (tests/stage_trace.py): test_flow_e2e checks it, test_server serves its store cached."""
+    from flows.curation import curation_flow
+    from stage_trace import StageTrace
+
+    with StageTrace() as trace:
+        return curation_flow(demo_recipe), trace
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Stop the temporary Prefect servers the flows started while pytest's output streams are still open: left to
     Prefect's atexit hook, the server logs its 'Stopping temporary server' line to a stream pytest has closed."""

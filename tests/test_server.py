@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -43,9 +44,13 @@ def _listing(path: Path, relatives: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
-    """A local Common Crawl mirror with two listings, three recipes and the deployments file serving them."""
+def setup(tmp_path_factory, data_dir, byte_shards, demo_recipe, traced_demo_run) -> dict:
+    """A local Common Crawl mirror with two listings, three recipes, the demo recipe over the session's demo store
+    (computed already, tracked in the session's MLflow: not the server's) and the deployments file serving them."""
     base = tmp_path_factory.mktemp("server")
+    demo = base / "demo" / "configs" / "demo.yaml"          # where the README's snippet looks for it
+    demo.parent.mkdir(parents=True)
+    demo.write_text(yaml.safe_dump(demo_recipe.model_dump(mode="json") | {"dask": {}}))
     mirror = base / "mirror"
     (mirror / SEGMENT).mkdir(parents=True)
     real = {"whirlwind": data_dir / "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz",
@@ -77,10 +82,11 @@ def setup(tmp_path_factory, data_dir, byte_shards) -> dict:
         {"name": "tick", "flow": "curation", "recipe": curation("tick", crawl, 1, dedup=True), "interval_s": 10, "tags": ["test"]},
         {"name": "many", "flow": "curation", "recipe": curation("many", many_listing, None, dedup=False)},
         {"name": "train", "flow": "train", "recipe": str(base / "train.yaml")},
+        {"name": "demo", "flow": "curation", "recipe": str(demo)},
     ]}
     (base / "deployments.yaml").write_text(yaml.safe_dump(deployments))
     return {"base": base, "deployments": str(base / "deployments.yaml"), "train_config": base / "checkpoints" / "train.yaml",
-            "cli_recipe": curation("cli", many_listing, 3, dedup=False)}
+            "demo_dir": demo.parents[1]}
 
 
 class Server:
@@ -113,7 +119,7 @@ class Server:
             assert self.process.poll() is None, self.printed()
             assert time.monotonic() < deadline, self.printed()
             time.sleep(1)
-        while len(self.deployments()) < 3:          # the deployments process registers them once it is up
+        while len(self.deployments()) < 4:          # the deployments process registers them once it is up
             assert time.monotonic() < deadline, self.printed()
             time.sleep(1)
 
@@ -294,15 +300,51 @@ def test_a_thousand_shards_complete_on_the_external_cluster(server):
     assert progress["data"] == 100.0
 
 
-def test_sluice_run_uses_an_external_cluster_and_the_servers(server, setup):
-    env = server.env | {"PREFECT_API_URL": f"http://127.0.0.1:{server.ports['prefect']}/api",
-                        "MLFLOW_TRACKING_URI": server.mlflow_url}
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", setup["cli_recipe"], "--dask-address",
-                           f"tcp://127.0.0.1:{server.ports['dask']}"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"Dask scheduler tcp://127.0.0.1:{server.ports['dask']}" in done.stdout + done.stderr
-    assert f"browse it:       {server.mlflow_url}/#/experiments/" in done.stdout
+def _readme_snippet(containing: str) -> str:
+    """The README's Python block that holds `containing`, verbatim."""
+    (block,) = [block for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+                if containing in block]
+    return block
+
+
+def test_the_demo_from_the_cli_the_readme_and_the_ui_completes_in_one_mlflow(server, setup, traced_demo_run):
+    """The README's order on one store: `sluice run` of the demo, tracking to this machine's MLflow store as with
+    no server up, prints a figure for every stage; the README's Python snippet, verbatim as a script, finds the
+    running server's MLflow by itself; then the `demo` deployment, as the UI's Run button starts it. All complete
+    on the cached store, and their runs are in one MLflow, the server's. The training was tracked in another store
+    (the session's): it is logged again, its metrics copied, not failed."""
+    from mlflow.tracking import MlflowClient
+
+    env = {key: value for key, value in server.env.items() if key != "MLFLOW_TRACKING_URI"} | {
+        "PREFECT_API_URL": f"http://127.0.0.1:{server.ports['prefect']}/api"}
+    cli = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/demo.yaml", "--dask-address",
+                          f"tcp://127.0.0.1:{server.ports['dask']}"], cwd=setup["demo_dir"], capture_output=True,
+                         env=env | {"MLFLOW_TRACKING_URI": f"sqlite:///{server.state / 'mlflow.db'}"}, text=True,
+                         timeout=300)
+    assert cli.returncode == 0, cli.stdout[-3000:] + cli.stderr[-3000:]
+    summary = {line.split(":")[0].strip(): line for line in cli.stdout.splitlines() if re.match(r"^  \w+: ", line)}
+    for stage in traced_demo_run[0]["stages"]:
+        assert re.search(r": \d+ |: quality models trained", summary[stage]) and "?" not in summary[stage], summary
+    assert "tokenizer: 4000 pieces from" in cli.stdout and re.search(r"train: step 20, loss \d", cli.stdout)
+    log = Path(cli.stderr.split("full log: ", 1)[1].split(" (-v", 1)[0]).read_text()
+    assert "which sqlite:///" in log and "lacks: logged again here as run" in log        # the session's store
+    assert f"Dask scheduler tcp://127.0.0.1:{server.ports['dask']}" in cli.stdout
+
+    (setup["demo_dir"] / "run_demo.py").write_text(_readme_snippet("curation_flow"))
+    script = subprocess.run([sys.executable, "run_demo.py"], cwd=setup["demo_dir"], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert script.returncode == 0, script.stdout[-3000:] + script.stderr[-3000:]
+    manifest, script_run, model = script.stdout.strip().splitlines()[-1].split()
+    assert manifest.endswith("manifest.json") and model.startswith("models:/")
+
+    deployed = _completed(server, server.run("demo"), 300)
+    client = MlflowClient(server.mlflow_url)
+    experiment = client.get_experiment_by_name("e2e").experiment_id
+    curation = {run.info.run_id: run for run in client.search_runs([experiment], "tags.`sluice.kind` = 'curation'")}
+    cli_run = re.search(r"MLflow run:\s+(\w+) \(experiment", cli.stdout)[1]
+    assert {cli_run, script_run} <= set(curation) and len(curation) == 3, deployed
+    (training,) = client.search_runs([experiment], "tags.`sluice.kind` = 'training'")
+    assert training.data.metrics["loss"] == pytest.approx(traced_demo_run[0]["training"]["loss"])
 
 
 def _trainer_processes(config: Path) -> list[psutil.Process]:
