@@ -1,6 +1,6 @@
 """Train the main-content block selector and write tasks/extract/block_selector_weights.py.
 
-    .venv/bin/python -m dev.block_selector        # ~60 s
+    .venv/bin/python -m dev.block_selector        # ~60 s on 2 cores (pages and folds in a process per core)
 
 Training data: the whole page's blocks (html_text.selector_candidates) of
 - the WCXB training split's pages with a gold main text (dev/wcxb.py; the held-out sites are never read): a block
@@ -20,11 +20,15 @@ tasks/extract/block_selector.py's numpy evaluation.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 import sys
 import textwrap
 import timeit
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from statistics import fmean
 
@@ -185,14 +189,23 @@ def cross_validated_scores(wcxb: list[CandidatePage], trafilatura: list[Candidat
                            train: Callable[..., Predictor] = tree_predictor) -> dict[float, dict[str, list[float]]]:
     """WCXB word F1 per threshold and page type, each page scored by the model fitted without its site's fold."""
     scores: dict[float, dict[str, list[float]]] = {threshold: {} for threshold in THRESHOLDS}
-    for fold in range(FOLDS):
-        fitted = [page for page in wcxb if fold_of(page.page) != fold]
-        tested = [page for page in wcxb if fold_of(page.page) == fold]
-        predict = train(*training_set(fitted, trafilatura))
-        for threshold in THRESHOLDS:
-            for page, text in zip(tested, texts_at(tested, predict, threshold)):
-                scores[threshold].setdefault(page.page.page_type, []).append(word_f1(text, page.page.main_content))
+    folds = [[page for page in wcxb if fold_of(page.page) == fold] for fold in range(FOLDS)]
+    fitted = [training_set([page for page in wcxb if fold_of(page.page) != fold], trafilatura) for fold in range(FOLDS)]
+    with worker_processes() as pool:
+        for fold_scores in pool.map(partial(tested_fold_scores, train=train), fitted, folds):
+            for threshold, page_scores in fold_scores.items():
+                for page_type, f1 in page_scores:
+                    scores[threshold].setdefault(page_type, []).append(f1)
     return scores
+
+
+def tested_fold_scores(training: tuple[np.ndarray, ...], tested: list[CandidatePage],
+                       train: Callable[..., Predictor]) -> dict[float, list[tuple[str, float]]]:
+    """(page type, WCXB word F1) of each tested page, per threshold, under the model `train` fits on `training`."""
+    predict = train(*training)
+    return {threshold: [(page.page.page_type, word_f1(text, page.page.main_content))
+                        for page, text in zip(tested, texts_at(tested, predict, threshold))]
+            for threshold in THRESHOLDS}
 
 
 def cross_validated_f1(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
@@ -219,11 +232,18 @@ def chosen_threshold(cv_f1: dict[float, float], predict: Predictor, trafilatura:
 
 
 def candidate_pages(data_dir: Path) -> tuple[list[CandidatePage], list[CandidatePage]]:
-    wcxb = [candidate_page(page, gold_labels)
-            for page in train_pages(load_wcxb(data_dir / "html" / "wcxb")) if has_gold(page)]
-    trafilatura = [candidate_page(page, snippet_labels)
-                   for page in load_trafilatura_eval(data_dir / "html" / "trafilatura_eval")[::2]]
-    return wcxb, trafilatura
+    wcxb = [page for page in train_pages(load_wcxb(data_dir / "html" / "wcxb")) if has_gold(page)]
+    trafilatura = load_trafilatura_eval(data_dir / "html" / "trafilatura_eval")[::2]
+    with worker_processes() as pool:
+        return (list(pool.map(partial(candidate_page, labels_of=gold_labels), wcxb, chunksize=16)),
+                list(pool.map(partial(candidate_page, labels_of=snippet_labels), trafilatura, chunksize=16)))
+
+
+def worker_processes() -> ProcessPoolExecutor:
+    """A process per core for the independent steps (each page's blocks, each fold's fit): the results and their
+    order are those of one process, as each step is deterministic alone (LightGBM on one thread). Spawned, not
+    forked: a fork after LightGBM has run in this process may inherit its OpenMP state."""
+    return ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn"))
 
 
 def module_source(trees: list[tuple], threshold: float, blocks: int) -> str:

@@ -74,8 +74,8 @@ def test_the_numpy_trees_give_lightgbms_probabilities():
 
 def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
     """The trees and the threshold are generated from the shared data, not tuned by hand: the trainer, rerun, gives a
-    model that keeps the same blocks as the committed one (~45 s: it extracts ~1,500 pages, fits LightGBM six times
-    and cross-validates).
+    model that keeps the same blocks as the committed one (~75 s on 2 cores: it extracts ~1,500 pages, fits LightGBM
+    six times and cross-validates).
 
     Held to behaviour, not bytes: LightGBM's sums run in a different order on another CPU family (AMD and Intel
     fits differ in a leaf value's 11th digit), and a near-tie between two splits can then go the other way, so
