@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -18,6 +19,8 @@ import numpy as np
 from configs.quality import ClassifierConfig
 from tasks.errors import TooLittleData
 from tasks.quality.calibration import calibrated, fit_platt, reliability
+
+logger = logging.getLogger(__name__)
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__cc"
@@ -58,8 +61,6 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
                      config: ClassifierConfig) -> dict:
     """Train on the non-held-out examples, save the model and its calibration (fitted on one half of the held-out
     examples), and return precision / recall / AUC / calibration error on the other half."""
-    import fasttext
-
     examples = _balanced(positives, POSITIVE, config) + _balanced(negatives, NEGATIVE, config)
     in_heldout = [seeded_rank(text, config.seed + 1) < config.heldout_fraction for _, text in examples]
     heldout = [example for example, held in zip(examples, in_heldout) if held]
@@ -69,9 +70,7 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
                                      encoding="utf-8", delete=False) as handle:
         handle.writelines(f"{label} {text}\n" for label, text in sorted(train, key=lambda e: seeded_rank(e[1], 7)))
     try:
-        model = fasttext.train_supervised(input=handle.name, epoch=config.epoch, lr=config.lr, dim=config.dim,
-                                          wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
-                                          seed=config.seed, verbose=0)
+        model = _supervised(handle.name, config)
     finally:
         os.unlink(handle.name)
     model.save_model(model_path + ".tmp")
@@ -82,6 +81,25 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
     metrics = evaluate(QualityClassifier(model_path), [text for label, text in measuring if label == POSITIVE],
                        [text for label, text in measuring if label == NEGATIVE])
     return {"train_examples": len(train), "calibration": calibration, "heldout": metrics}
+
+
+def _supervised(path: str, config: ClassifierConfig):
+    """fastText's supervised model of the file at `path`, on one thread from the config's seed. fastText stopped once
+    with "Encountered NaN" on input that trains cleanly every other time (one full test-suite run in three; never
+    alone, in six tries): such a run is trained once more, and said so, before it is an error."""
+    import fasttext
+
+    def train():
+        return fasttext.train_supervised(input=path, epoch=config.epoch, lr=config.lr, dim=config.dim,
+                                         wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
+                                         seed=config.seed, verbose=0)
+    try:
+        return train()
+    except RuntimeError as error:
+        if "NaN" not in str(error):
+            raise
+        logger.warning("fastText's training met a NaN (%s); training it once more", error)
+        return train()
 
 
 def _calibrate(classifier: "QualityClassifier", examples: list[tuple[str, str]], model_path: str) -> dict:
