@@ -294,8 +294,8 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
 
 
 def test_a_fasttext_training_that_meets_a_nan_is_trained_once_more(data_dir, tmp_path, monkeypatch, caplog):
-    """fastText's "Encountered NaN" on input that trains cleanly otherwise (seen once in a full suite run): the
-    first training raises it here, the second is fastText's own, and the classifier trains."""
+    """fastText's "Encountered NaN" on input that trains cleanly otherwise (seen in full suite runs): the first
+    training raises it here, the next ones are fastText's own, and the classifier trains."""
     import fasttext
 
     from tasks.quality.models import train_quality_classifier
@@ -316,5 +316,5 @@ def test_a_fasttext_training_that_meets_a_nan_is_trained_once_more(data_dir, tmp
     result = train_quality_classifier([shard], str(tmp_path), config, {
         "positives": [str(data_dir / "quality_labelled" / "cs336_fixtures" / "high_quality_wiki_reference.txt")],
         "negatives": [str(data_dir / "quality_labelled" / "nltk_webtext" / "pirates.txt")]})
-    assert len(calls) == 2 and calls[0] == calls[1]
+    assert len(calls) >= 2 and all(arguments == calls[0] for arguments in calls)
     assert result["heldout"]["auc"] > 0.8 and "training it once more" in caplog.text

@@ -21,6 +21,7 @@ from tasks.errors import TooLittleData
 from tasks.quality.calibration import calibrated, fit_platt, reliability
 
 logger = logging.getLogger(__name__)
+NAN_ATTEMPTS = 4
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__cc"
@@ -84,22 +85,21 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
 
 
 def _supervised(path: str, config: ClassifierConfig):
-    """fastText's supervised model of the file at `path`, on one thread from the config's seed. fastText stopped once
-    with "Encountered NaN" on input that trains cleanly every other time (one full test-suite run in three; never
-    alone, in six tries): such a run is trained once more, and said so, before it is an error."""
+    """fastText's supervised model of the file at `path`, on one thread from the config's seed. In the long-lived
+    process of a full test-suite run, fastText has stopped with "Encountered NaN" on input that trains cleanly in
+    a fresh process every time (one training in each of two of three full runs; never in a test run alone). Such a
+    training is tried again, and said so, up to NAN_ATTEMPTS times before it is an error."""
     import fasttext
 
-    def train():
-        return fasttext.train_supervised(input=path, epoch=config.epoch, lr=config.lr, dim=config.dim,
-                                         wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
-                                         seed=config.seed, verbose=0)
-    try:
-        return train()
-    except RuntimeError as error:
-        if "NaN" not in str(error):
-            raise
-        logger.warning("fastText's training met a NaN (%s); training it once more", error)
-        return train()
+    for attempt in range(1, NAN_ATTEMPTS + 1):
+        try:
+            return fasttext.train_supervised(input=path, epoch=config.epoch, lr=config.lr, dim=config.dim,
+                                             wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
+                                             seed=config.seed, verbose=0)
+        except RuntimeError as error:
+            if "NaN" not in str(error) or attempt == NAN_ATTEMPTS:
+                raise
+            logger.warning("fastText's training met a NaN (%s); training it once more", error)
 
 
 def _calibrate(classifier: "QualityClassifier", examples: list[tuple[str, str]], model_path: str) -> dict:
