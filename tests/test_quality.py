@@ -196,17 +196,25 @@ def _web_text_shard(data_dir, url: str) -> None:
     write_documents(rows, url)
 
 
-def test_classifier_trains_in_the_pipeline_and_separates_held_out_text(data_dir, tmp_path):
-    from tasks.quality.classifier import QualityClassifier
+def _webtext_classifier(data_dir, tmp_path, examples_per_class: int) -> tuple[dict, str, ClassifierConfig]:
+    """The quality classifier trained on inaugural speeches against NLTK web text, as the pipeline trains it: its
+    result, the web text's shard and the config."""
     from tasks.quality.models import train_quality_classifier
 
     shard = str(tmp_path / "web.parquet")
     _web_text_shard(data_dir, shard)
-    config = ClassifierConfig(positives=[str(data_dir / "reference" / "speeches_nltk")], max_examples_per_class=800,
-                              positive_chunk_chars=600)
-    result = train_quality_classifier([shard], str(tmp_path), config, {
+    config = ClassifierConfig(positives=[str(data_dir / "reference" / "speeches_nltk")],
+                              max_examples_per_class=examples_per_class, positive_chunk_chars=600)
+    return train_quality_classifier([shard], str(tmp_path), config, {
         "positives": [str(data_dir / "quality_labelled" / "cs336_fixtures" / "high_quality_wiki_reference.txt")],
-        "negatives": [str(data_dir / "quality_labelled" / "nltk_webtext" / "pirates.txt")]})
+        "negatives": [str(data_dir / "quality_labelled" / "nltk_webtext" / "pirates.txt")]}), shard, config
+
+
+def test_classifier_trains_in_the_pipeline_and_separates_held_out_text(data_dir, tmp_path):
+    from tasks.quality.classifier import QualityClassifier
+    from tasks.quality.models import train_quality_classifier
+
+    result, shard, config = _webtext_classifier(data_dir, tmp_path, 800)
     assert result["heldout"]["auc"] > 0.9 and result["heldout"]["positives"] > 20
     assert result["external"]["positives"] > 10 and result["external"]["auc"] is not None
     classifier = QualityClassifier(str(tmp_path / result["model"]))
@@ -298,8 +306,6 @@ def test_a_fasttext_training_that_meets_a_nan_is_trained_once_more(data_dir, tmp
     training raises it here, the next ones are fastText's own, and the classifier trains."""
     import fasttext
 
-    from tasks.quality.models import train_quality_classifier
-
     real, calls = fasttext.train_supervised, []
 
     def nan_once(**arguments):
@@ -309,12 +315,6 @@ def test_a_fasttext_training_that_meets_a_nan_is_trained_once_more(data_dir, tmp
         return real(**arguments)
 
     monkeypatch.setattr(fasttext, "train_supervised", nan_once)
-    shard = str(tmp_path / "web.parquet")
-    _web_text_shard(data_dir, shard)
-    config = ClassifierConfig(positives=[str(data_dir / "reference" / "speeches_nltk")], max_examples_per_class=200,
-                              positive_chunk_chars=600)
-    result = train_quality_classifier([shard], str(tmp_path), config, {
-        "positives": [str(data_dir / "quality_labelled" / "cs336_fixtures" / "high_quality_wiki_reference.txt")],
-        "negatives": [str(data_dir / "quality_labelled" / "nltk_webtext" / "pirates.txt")]})
+    result, _, _ = _webtext_classifier(data_dir, tmp_path, 200)
     assert len(calls) >= 2 and all(arguments == calls[0] for arguments in calls)
     assert result["heldout"]["auc"] > 0.8 and "training it once more" in caplog.text
