@@ -4,6 +4,7 @@ crash or timeout (no orphaned trainer), and a retry that resumes from the latest
 does)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ from tracking.mlflow_writer import RUN_RECORD, WRITER_ENV, HostedWriter
 from tracking.store import tracking_uri
 
 LAUNCHER_RECORD = "launcher.json"             # beside the checkpoints: what runs the trainer, for the hooks
+FINISHED_RECORD = "finished.json"             # beside the checkpoints: the config a completed training ran
 _RUNNING: dict[str, Callable[[], None]] = {}   # flow run id -> how to stop its trainer, for the cancel / crash hooks
 
 
@@ -68,12 +70,19 @@ def training_flow(config: TrainingConfig) -> dict:
         yaml.safe_dump(config.model_dump(mode="json"), handle, sort_keys=False)
     this_run = str(flow_run.id)
     try:
-        if config.hardware.nodes > 1:
+        if final := _finished_here(config):
+            from training.checkpoint import checkpoint_step
+
+            logger.info("already trained to its end in %s with this config, and its MLflow run is finished: not "
+                        "launched again", config.checkpoint.dir)
+            last = {"checkpoint": final, "step": checkpoint_step(final)}      # as a launch that resumes at the end
+        elif config.hardware.nodes > 1:
             address, event = dask_address(config), stop_event_name(this_run)
             _launched(config, {"dask_address": address, "stop_event": event}, lambda: set_stop(address, event))
             last = train_on_nodes(config, config_path, this_run, logger.info)
         else:
             last = _train_here(config, config_path, logger.info)
+        _record_finished(config)
     except BaseException as error:      # a cancel or termination signal too: the run is never left RUNNING
         _mark_ended(config, "FAILED" if isinstance(error, Exception) else "KILLED")
         raise
@@ -90,6 +99,48 @@ def training_flow(config: TrainingConfig) -> dict:
         logger.warning("doctor: %s: %s; fix: %s", finding["check"], finding["seen"], finding["fix"])
     return {"mlflow_run_id": run_id, "checkpoint_dir": config.checkpoint.dir, "model_uri": model_uri,
             "doctor_findings": [finding["check"] for finding in findings], **last}
+
+
+def _config_digest(config: TrainingConfig) -> str:
+    """What the trained weights depend on: the whole config but its MLflow settings (a resumed run keeps the
+    MLflow run it started with, whatever they say now)."""
+    settings = config.model_dump(mode="json", exclude={"mlflow"})
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+
+def _record_finished(config: TrainingConfig) -> None:
+    """The config a training completed with and its final checkpoint."""
+    from training.checkpoint import latest_checkpoint
+
+    final = latest_checkpoint(config.checkpoint.dir)
+    with open(os.path.join(config.checkpoint.dir, FINISHED_RECORD), "w") as handle:
+        json.dump({"config": _config_digest(config), "checkpoint": final and os.path.basename(final)}, handle)
+
+
+def _finished_here(config: TrainingConfig) -> str | None:
+    """The final checkpoint, if this config's training completed in its checkpoint folder and its MLflow run, in
+    this store, is finished: a rerun has nothing to train, and launching torchrun (~10 s) would only log the final
+    checkpoint again. A run tracked in another store, or not finished there, is launched (and logged here)."""
+    import mlflow
+
+    from training.checkpoint import latest_checkpoint
+
+    finished, record = (os.path.join(config.checkpoint.dir, name) for name in (FINISHED_RECORD, RUN_RECORD))
+    final = latest_checkpoint(config.checkpoint.dir)
+    if not (os.path.exists(finished) and os.path.exists(record) and final):
+        return None
+    with open(finished) as handle:
+        recorded = json.load(handle)
+    if recorded != {"config": _config_digest(config), "checkpoint": os.path.basename(final)}:
+        os.remove(finished)          # trained on (or another config): this launch records it again if it completes
+        return None
+    with open(record) as handle:
+        run_id = json.load(handle)["run_id"]
+    try:
+        run = mlflow.MlflowClient(tracking_uri(config.mlflow.tracking_uri)).get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        return None
+    return final if run.info.status == "FINISHED" else None
 
 
 def _mark_ended(config: TrainingConfig, status: str) -> None:

@@ -202,6 +202,35 @@ def test_the_trained_model_is_logged_with_its_training_data(first_run):
         first_run["stages"]["mixture"]["digest"]
 
 
+def test_a_finished_training_is_not_launched_again_unless_its_config_or_run_changed(first_run):
+    """Rerun with the same config, the training flow answers from the checkpoints and MLflow: no torchrun (a
+    launch would log a `resumed_at` metric and the checkpoint again). Trained on, another config, or its MLflow run
+    not finished here: launched."""
+    import mlflow
+
+    from configs.training import load_training_config
+    from flows.training_flow import _finished_here, _record_finished, training_flow
+
+    training = first_run["training"]
+    config = load_training_config(Path(training["checkpoint_dir"]) / "train.yaml")
+    client = mlflow.MlflowClient(first_run["mlflow_tracking_uri"])
+    again = training_flow(config)
+    assert again["mlflow_run_id"] == training["mlflow_run_id"] and again["step"] == 20
+    assert again["val_loss"] == training["val_loss"] and again["model_uri"] == training["model_uri"]
+    assert client.get_metric_history(training["mlflow_run_id"], "resumed_at") == []
+
+    assert _finished_here(config)
+    other = config.model_copy(update={"seed": config.seed + 1})
+    assert _finished_here(other) is None and _finished_here(config) is None      # the record is gone: relaunch
+    _record_finished(config)                                                       # as that launch would
+    assert _finished_here(config)
+    client.set_terminated(training["mlflow_run_id"], "FAILED")
+    try:
+        assert _finished_here(config) is None
+    finally:
+        client.set_terminated(training["mlflow_run_id"], "FINISHED")
+
+
 def test_quality_scores_every_family_and_a_threshold_change_reruns_only_the_filter(first_run, recipe):
     from flows.curation import curation_flow
 
