@@ -301,20 +301,30 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
     assert all(outcomes == {"gopher_short_doc"} for outcomes in decisions(strict).values())
 
 
-def test_a_fasttext_training_that_meets_a_nan_is_trained_once_more(data_dir, tmp_path, monkeypatch, caplog):
-    """fastText's "Encountered NaN" on input that trains cleanly otherwise (seen in full suite runs): the first
-    training raises it here, the next ones are fastText's own, and the classifier trains."""
+def test_the_fasttext_training_runs_in_a_fresh_process_and_gives_the_same_model(data_dir, tmp_path, monkeypatch):
+    """fastText's "Encountered NaN" met in a long-lived process (full suite runs) on input that trains cleanly in a
+    fresh one: the classifier never trains in the calling process, and the child's model is the one an in-process
+    training of the same file and settings saves, byte for byte."""
     import fasttext
 
-    real, calls = fasttext.train_supervised, []
+    from configs.quality import ClassifierConfig
+    from tasks.quality.classifier import _train_supervised
 
-    def nan_once(**arguments):
-        calls.append(arguments)
-        if len(calls) == 1:
-            raise RuntimeError("Encountered NaN.")
-        return real(**arguments)
+    lines = [f"__label__hq {text}" for text in ("the court ruled on the appeal", "the senate passed the bill")] + [
+        f"__label__cc {text}" for text in ("buy cheap pills now", "click here for free prizes")]
+    (tmp_path / "train.txt").write_text("\n".join(lines * 20) + "\n")
+    config = ClassifierConfig()
+    real = fasttext.train_supervised
+    arguments = {"input": str(tmp_path / "train.txt"), "epoch": config.epoch, "lr": config.lr, "dim": config.dim,
+                 "wordNgrams": config.word_ngrams, "bucket": config.bucket, "thread": 1, "seed": config.seed,
+                 "verbose": 0}
+    real(**arguments).save_model(str(tmp_path / "here.bin"))
 
-    monkeypatch.setattr(fasttext, "train_supervised", nan_once)
+    def not_here(**_):
+        raise AssertionError("fastText trained in the calling process")
+
+    monkeypatch.setattr(fasttext, "train_supervised", not_here)
+    _train_supervised(str(tmp_path / "train.txt"), config, str(tmp_path / "child.bin"))
+    assert (tmp_path / "child.bin").read_bytes() == (tmp_path / "here.bin").read_bytes()
     result, _, _ = _webtext_classifier(data_dir, tmp_path, 200)
-    assert len(calls) >= 2 and all(arguments == calls[0] for arguments in calls)
-    assert result["heldout"]["auc"] > 0.8 and "training it once more" in caplog.text
+    assert result["heldout"]["auc"] > 0.8

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
 
 from configs.quality import ClassifierConfig
 from tasks.errors import TooLittleData
+from tasks.quality import fasttext_fit
 from tasks.quality.calibration import calibrated, fit_platt, reliability
-
-logger = logging.getLogger(__name__)
-NAN_ATTEMPTS = 4
 from tasks.quality.perplexity import REBUILD_HINT, ModelFileError
 
 POSITIVE, NEGATIVE = "__label__hq", "__label__cc"
@@ -71,10 +70,9 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
                                      encoding="utf-8", delete=False) as handle:
         handle.writelines(f"{label} {text}\n" for label, text in sorted(train, key=lambda e: seeded_rank(e[1], 7)))
     try:
-        model = _supervised(handle.name, config)
+        _train_supervised(handle.name, config, model_path + ".tmp")
     finally:
         os.unlink(handle.name)
-    model.save_model(model_path + ".tmp")
     os.replace(model_path + ".tmp", model_path)
     fitting = [example for example in heldout if seeded_rank(example[1], config.seed + 2) < 0.5]
     measuring = [example for example in heldout if seeded_rank(example[1], config.seed + 2) >= 0.5]
@@ -84,22 +82,17 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
     return {"train_examples": len(train), "calibration": calibration, "heldout": metrics}
 
 
-def _supervised(path: str, config: ClassifierConfig):
-    """fastText's supervised model of the file at `path`, on one thread from the config's seed. In the long-lived
-    process of a full test-suite run, fastText has stopped with "Encountered NaN" on input that trains cleanly in
-    a fresh process every time (one training in each of two of three full runs; never in a test run alone). Such a
-    training is tried again, and said so, up to NAN_ATTEMPTS times before it is an error."""
-    import fasttext
-
-    for attempt in range(1, NAN_ATTEMPTS + 1):
-        try:
-            return fasttext.train_supervised(input=path, epoch=config.epoch, lr=config.lr, dim=config.dim,
-                                             wordNgrams=config.word_ngrams, bucket=config.bucket, thread=1,
-                                             seed=config.seed, verbose=0)
-        except RuntimeError as error:
-            if "NaN" not in str(error) or attempt == NAN_ATTEMPTS:
-                raise
-            logger.warning("fastText's training met a NaN (%s); training it once more", error)
+def _train_supervised(path: str, config: ClassifierConfig, output: str) -> None:
+    """fastText's supervised model of the file at `path`, on one thread from the config's seed, saved to `output`;
+    trained in a fresh process (tasks/quality/fasttext_fit.py says why)."""
+    arguments = {"input": path, "output": output, "epoch": config.epoch, "lr": config.lr, "dim": config.dim,
+                 "wordNgrams": config.word_ngrams, "bucket": config.bucket, "thread": 1, "seed": config.seed,
+                 "verbose": 0}
+    done = subprocess.run([sys.executable, fasttext_fit.__file__, json.dumps(arguments)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise RuntimeError(f"fastText's training of {path} failed: {lines[-1] if lines else done.returncode}")
 
 
 def _calibrate(classifier: "QualityClassifier", examples: list[tuple[str, str]], model_path: str) -> dict:
