@@ -303,8 +303,8 @@ def test_filter_reads_stored_attributes_and_copies_in_other_shards_get_the_same_
 
 def test_the_fasttext_training_runs_in_a_fresh_process_and_gives_the_same_model(data_dir, tmp_path, monkeypatch):
     """fastText's "Encountered NaN" met in a long-lived process (full suite runs) on input that trains cleanly in a
-    fresh one: the classifier never trains in the calling process, and the child's model is the one an in-process
-    training of the same file and settings saves, byte for byte."""
+    fresh one: the classifier never trains in the calling process (where that NaN would be met), and two trainings
+    of the same file and settings, each in its own process, save the same model byte for byte."""
     import fasttext
 
     from configs.quality import ClassifierConfig
@@ -313,18 +313,15 @@ def test_the_fasttext_training_runs_in_a_fresh_process_and_gives_the_same_model(
     lines = [f"__label__hq {text}" for text in ("the court ruled on the appeal", "the senate passed the bill")] + [
         f"__label__cc {text}" for text in ("buy cheap pills now", "click here for free prizes")]
     (tmp_path / "train.txt").write_text("\n".join(lines * 20) + "\n")
-    config = ClassifierConfig()
-    real = fasttext.train_supervised
-    arguments = {"input": str(tmp_path / "train.txt"), "epoch": config.epoch, "lr": config.lr, "dim": config.dim,
-                 "wordNgrams": config.word_ngrams, "bucket": config.bucket, "thread": 1, "seed": config.seed,
-                 "verbose": 0}
-    real(**arguments).save_model(str(tmp_path / "here.bin"))
 
     def not_here(**_):
         raise AssertionError("fastText trained in the calling process")
 
     monkeypatch.setattr(fasttext, "train_supervised", not_here)
-    _train_supervised(str(tmp_path / "train.txt"), config, str(tmp_path / "child.bin"))
-    assert (tmp_path / "child.bin").read_bytes() == (tmp_path / "here.bin").read_bytes()
+    for name in ("first.bin", "second.bin"):
+        _train_supervised(str(tmp_path / "train.txt"), ClassifierConfig(), str(tmp_path / name))
+    assert (tmp_path / "first.bin").read_bytes() == (tmp_path / "second.bin").read_bytes()
+    assert fasttext.load_model(str(tmp_path / "first.bin")).predict("the senate passed the appeal")[0] == (
+        "__label__hq",)
     result, _, _ = _webtext_classifier(data_dir, tmp_path, 200)
     assert result["heldout"]["auc"] > 0.8
