@@ -27,6 +27,7 @@ from flows.ablation_report import (RUN_KIND, SPLIT_KIND, ablation_datasets, comp
                                    publish_ablation_report, run_role)
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
+from flows.trainer_pool import warm_trainers
 from flows.training_flow import training_flow
 from flows.training_inputs import older_code_checkpoints, train_on_mixture
 from storage.fs import local_path
@@ -60,7 +61,7 @@ def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
 def ablation_flow(ablation: AblationConfig, parent_run_id: str | None = None) -> dict:
     """Run every variant's data stages and every (variant, seed) training run; returns the comparison.
     `parent_run_id`: an MLflow run the ablation's own run nests under (a mixture search's)."""
-    with subflows_without_heartbeats():
+    with subflows_without_heartbeats(), warm_trainers():      # its trainings share torchruns
         return _ablation(ablation, parent_run_id)
 
 

@@ -36,6 +36,7 @@ from flows.ablation_data import prepare_stages, seeded_draw
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
 from flows.reporting import artifact_key
+from flows.trainer_pool import warm_trainers
 from storage.fs import local_path
 from tasks.mixture.census import source_tokens, token_document_pairs
 from tasks.mixture.mixing_law import FITS, held_out_error, propose, swarm_mixtures, weight_caps, within_caps
@@ -52,7 +53,7 @@ WEIGHT_DIGITS = 6         # a source's weight as written in its recipe
 @flow(name="sluice-mix-search", log_prints=True)
 def mix_search_flow(search: MixSearchConfig) -> dict:
     """Census, swarm, fit, proposal and validation; returns the report's figures."""
-    with subflows_without_heartbeats():
+    with subflows_without_heartbeats(), warm_trainers():      # its trainings share torchruns
         return _mix_search(search)
 
 

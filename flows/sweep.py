@@ -25,6 +25,7 @@ from configs.training import TrainingConfig
 from flows.curation import curation_flow
 from flows.heartbeats import subflows_without_heartbeats
 from flows.scaling_fit import RUN_KIND, can_fit, point_role, scaling_fit_flow
+from flows.trainer_pool import warm_trainers
 from flows.training_flow import training_flow
 from flows.training_inputs import mixture_dataset, train_on_mixture
 from storage.stage_figures import TokenizerFigures
@@ -43,7 +44,7 @@ RESULT_FILE = "sweep_result.json"          # beside a finished point's checkpoin
 @flow(name="sluice-sweep", log_prints=True)
 def sweep_flow(sweep: SweepConfig) -> dict:
     """Make the data, train every point, fit L(N, D) when the ladder allows; returns the points and the fit."""
-    with subflows_without_heartbeats():
+    with subflows_without_heartbeats(), warm_trainers():      # its trainings share torchruns
         return _sweep(sweep)
 
 

@@ -20,10 +20,15 @@ def torchrun_command(config_path: str, processes: int, nodes: int = 1, node_rank
     """torchrun running training.train with `processes` ranks on this machine: alone, meeting on a free loopback
     port, or as node `node_rank` of `nodes`, meeting at `master` (the first node's host and a port free there,
     where torchrun's c10d store listens)."""
+    return [*launcher_command(processes, nodes, node_rank, master), "-m", "training.train", config_path]
+
+
+def launcher_command(processes: int, nodes: int = 1, node_rank: int = 0,
+                     master: tuple[str, int] | None = None) -> list[str]:
+    """torchrun and its own flags, without what its ranks run."""
     host, port = master or ("127.0.0.1", free_port())
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node-rank", str(node_rank),
-            "--nproc-per-node", str(processes), "--master-addr", host, "--master-port", str(port),
-            "-m", "training.train", config_path]
+            "--nproc-per-node", str(processes), "--master-addr", host, "--master-port", str(port)]
 
 
 def trainer_env() -> dict[str, str]:

@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 
 from configs.training import TrainingConfig
 from flows.doctor import doctor
+from flows import trainer_pool
 from flows.processes import kill_process_group
 from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
 from flows.training_nodes import dask_address, set_stop, stop_event_name, train_on_nodes
@@ -170,11 +171,17 @@ def _launched(config: TrainingConfig, record: dict, stop: Callable[[], None]) ->
 
 
 def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], None]) -> dict:
-    """torchrun with every rank on this machine; its output streamed to `log`, its MLflow run written from here
-    (this process has MLflow loaded: rank 0 would spend ~4 s setting it up while the other ranks wait)."""
+    """torchrun with every rank on this machine (a warm one inside `warm_trainers()`: flows/trainer_pool.py); its
+    output streamed to `log`, its MLflow run written from here (this process has MLflow loaded: rank 0 would spend
+    ~4 s setting it up while the other ranks wait)."""
     writer = HostedWriter()
-    process = start_trainer(torchrun_command(config_path, config.hardware.ranks), subprocess.PIPE,
-                            env={WRITER_ENV: writer.address})
+    trainer = _trainer(config.hardware.ranks)
+    if trainer is None:
+        process = start_trainer(torchrun_command(config_path, config.hardware.ranks), subprocess.PIPE,
+                                env={WRITER_ENV: writer.address})
+        lines = process.stdout
+    else:
+        process, lines = trainer.process, trainer.submit(config_path, {WRITER_ENV: writer.address})
     _launched(config, {"pgid": process.pid}, lambda: kill_group(process))
     timed_out = threading.Event()
 
@@ -186,18 +193,27 @@ def _train_here(config: TrainingConfig, config_path: str, log: Callable[[str], N
     try:
         if timer:
             timer.start()
-        last = follow_records(process.stdout, log)
-        process.wait()
+        last = follow_records(lines, log)
+        returncode = 0 if trainer is not None and trainer.done else process.wait()
     finally:
         if timer:
             timer.cancel()
-        kill_group(process)
+        if trainer is None:
+            kill_group(process)
+        elif not trainer.done:
+            trainer_pool.active().drop(trainer)
         writer.close()
-    if process.returncode != 0:
+    if returncode != 0:
         why = (f"was stopped after timeout_s = {config.timeout_s:g} s" if timed_out.is_set()
-               else f"exited with {process.returncode} (see the log above)")
+               else f"exited with {returncode} (see the log above)")
         raise RuntimeError(f"torchrun {why}; a retry resumes from the latest checkpoint in {config.checkpoint.dir}")
     return last
+
+
+def _trainer(ranks: int) -> trainer_pool.WarmTrainer | None:
+    """The warm trainer of `ranks` ranks, inside `warm_trainers()`."""
+    pool = trainer_pool.active()
+    return pool.trainer(ranks) if pool is not None else None
 
 
 def _final_metrics(config: TrainingConfig, run_id: str) -> dict:

@@ -3,6 +3,7 @@ under torchrun, nested under one MLflow run, then L(N, D) fitted to the final va
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import mlflow
 import pytest
@@ -125,3 +126,25 @@ def test_a_mup_sweep_logs_the_coordinate_check_at_its_widths(sweep_runs, sweep_r
         checked = json.load(handle)
     assert sorted(int(width) for width in checked["mup"]["sizes"]) == [16, 32, 48]
     assert checked["sp"]["slopes"]["logits"] > checked["mup"]["slopes"]["logits"]
+
+
+def test_the_points_share_one_warm_torchrun_and_each_trains_as_a_fresh_one_would(sweep_runs, sweep_raw, tmp_path):
+    """The sweep's points trained one after another in the ranks of one torchrun (flows/trainer_pool.py); the last
+    of them, trained again by a torchrun of its own, ends at the same losses to the bit: a run's result does not
+    depend on the runs its trainer trained before."""
+    from configs.training import TrainingConfig
+    from flows.training_flow import LAUNCHER_RECORD, training_flow
+
+    first, _ = sweep_runs
+    folders = [path.parent for path in Path(sweep_raw["recipe"]["store"], "train").glob(f"*/{LAUNCHER_RECORD}")]
+    assert len(folders) == len(first["runs"])
+    assert len({json.loads((folder / LAUNCHER_RECORD).read_text())["pgid"] for folder in folders}) == 1
+    configs = [TrainingConfig.model_validate(yaml.safe_load((folder / "train.yaml").read_text())) for folder in folders]
+    last = max(configs, key=lambda config: int(config.mlflow.tags["sluice.point"]))
+    alone = training_flow(last.model_copy(update={
+        "checkpoint": last.checkpoint.model_copy(update={"dir": str(tmp_path / "alone")}),
+        "mlflow": last.mlflow.model_copy(update={"experiment": "sweep-test-alone", "tags": {}, "log_model": False})}))
+    pooled = first["runs"][int(last.mlflow.tags["sluice.point"])]
+    assert (alone["loss"], alone["val_loss"]) == (pooled["loss"], pooled["val_loss"])
+    launched = json.loads((tmp_path / "alone" / LAUNCHER_RECORD).read_text())["pgid"]
+    assert launched != json.loads((folders[0] / LAUNCHER_RECORD).read_text())["pgid"]

@@ -87,12 +87,10 @@ class TrainedRuns:
 
 def training_runs(runs: dict[str, dict], ranks: int) -> TrainedRuns:
     """Each of `runs` (name -> `run(...)` or `script(...)`), in this order, by one torchrun of `ranks` processes."""
-    from flows.torchrun import torchrun_command
+    from flows.torchrun import launcher_command
 
-    command = torchrun_command(os.devnull, ranks)
-    assert command[-3:] == ["-m", "training.train", os.devnull], command   # torchrun's own flags, then our ranks
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), RUNS_ENV: json.dumps(runs)}
-    done = subprocess.run([*command[:-3], __file__], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([*launcher_command(ranks), __file__], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     return TrainedRuns(list(runs), done.stdout, done.stderr, done.returncode)
 

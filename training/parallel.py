@@ -51,10 +51,11 @@ class Distributed:
                 "tensor_parallel": self.tensor_parallel}
 
 
-def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1) -> Distributed:
+def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1, store=None) -> Distributed:
     """Join the process group torchrun describes in the environment (a single process works without torchrun), its
     ranks laid out as `pipeline_parallel` stages, each of world / (pipeline_parallel x tensor_parallel) replicas of
-    `tensor_parallel` ranks."""
+    `tensor_parallel` ranks. `store`: where the group meets instead of torchrun's address (a job of a warm
+    trainer, training/jobs.py)."""
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if torch.cuda.is_available():
@@ -65,7 +66,8 @@ def init_distributed(tensor_parallel: int = 1, pipeline_parallel: int = 1) -> Di
     if not dist.is_initialized():
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
-        dist.init_process_group(backend, rank=rank, world_size=world, device_id=device if backend == "nccl" else None)
+        dist.init_process_group(backend, rank=rank, world_size=world, store=store,
+                                device_id=device if backend == "nccl" else None)
     if world % (tensor_parallel * pipeline_parallel):
         raise ValueError(f"{world} ranks cannot form hardware.pipeline_parallel ({pipeline_parallel}) stages of "
                          f"replicas of hardware.tensor_parallel ({tensor_parallel}) ranks: start pipeline_parallel x "

@@ -1,6 +1,7 @@
 """The trainer's entry, one process per rank under torchrun:
 
     torchrun --nproc-per-node 2 -m training.train configs/train.yaml [--stop-after N]
+    torchrun --nproc-per-node 2 -m training.train --jobs FOLDER      # a warm trainer (training/jobs.py)
 
 It joins the process group, builds the `Trainer` (training/trainer.py) and runs it. `SLUICE_TRAIN_HOOK`, when set,
 names a function (`module:function`, importable on the ranks' PYTHONPATH) that receives the Trainer before it trains
@@ -25,8 +26,9 @@ from training.trainer import Trainer
 HOOK_ENV = "SLUICE_TRAIN_HOOK"
 
 
-def train(config: TrainingConfig, stop_after: int | None = None) -> None:
-    env = init_distributed(config.hardware.tensor_parallel, config.hardware.pipeline_parallel)
+def train(config: TrainingConfig, stop_after: int | None = None, store=None) -> None:
+    """Train `config` on this rank; `store`: where its process group meets (default: torchrun's address)."""
+    env = init_distributed(config.hardware.tensor_parallel, config.hardware.pipeline_parallel, store)
     logger = RunLogger(config, enabled=env.is_main and config.mlflow.enabled)
     try:
         trainer = Trainer(config, env, logger)
@@ -52,11 +54,19 @@ def run_hook(trainer: Trainer) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="sluice trainer (run under torchrun)")
-    parser.add_argument("config")
+    parser.add_argument("config", nargs="?")
     parser.add_argument("--stop-after", type=int, help="stop after this step (tests: an interrupted run)")
+    parser.add_argument("--jobs", help="a warm trainer: train each job this folder receives (training/jobs.py)")
     args = parser.parse_args(argv)
+    if (args.config is None) == (args.jobs is None):
+        parser.error("give a training config or --jobs FOLDER")
     die_with_launcher()
-    train(load_training_config(args.config), args.stop_after)
+    if args.jobs:
+        from training.jobs import serve
+
+        serve(args.jobs, train)
+    else:
+        train(load_training_config(args.config), args.stop_after)
     return 0
 
 
