@@ -7,9 +7,11 @@ bf16 against fp32, and an interrupted run resumed against an uninterrupted one.
 Every run is the project's own trainer (`training.train` under torchrun, one rank per GPU, MLflow off: the GPU
 image has no MLflow), on token shards this script writes first: the bytes of the Python sources of the standard
 library and of torch, real text that any machine with the trainer has. Shards, configs and checkpoints go to a
-temporary folder (a run's folder is removed once read), not to `--out`. What is run, in order (each a fresh torchrun; a run that fails
-is recorded with the end of its output and the check goes on; `gpu.json` is rewritten after each part, so a check
-stopped at its time limit still returns what it measured):
+temporary folder (a run's folder is removed once read), not to `--out`. The runs go one after another to one warm
+torchrun (flows/trainer_pool.py: its start-up, CUDA's and NCCL's set-up paid once, not once a run; compiled graphs,
+cached memory and the peak-memory figure reset between runs). A run that fails stops that torchrun and is recorded
+with the end of its output; the next run starts another and the check goes on. `gpu.json` is rewritten after each
+part, so a check stopped at its time limit still returns what it measured. What is run, in order:
 - *throughput*: the 124M preset (GPT-2 small, seq 1024) in bf16 with per-block `torch.compile`, at the largest
   power-of-two micro-batch the plan puts under `PLAN_SHARE` of the device's memory (halved after an
   out-of-memory); the same without compile, and with activation checkpointing. Tokens/s is the median over the
@@ -31,10 +33,10 @@ import json
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,7 +45,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs.training import TrainingConfig  # noqa: E402
-from flows.torchrun import ROOT, torchrun_command, trainer_env  # noqa: E402
+from flows.trainer_pool import WarmTrainers  # noqa: E402
+from flows.torchrun import kill_group  # noqa: E402
 from storage.token_shard import TokenShardWriter  # noqa: E402
 from training.plan import DEVICE_MEMORY_GB, PEAK_FLOPS, plan  # noqa: E402
 
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             result["bigger_skipped"] = (f"the check had run {time.monotonic() - started:.0f} s of its "
                                         f"{args.budget_s:.0f} s budget")
         _write(args.out, result, started)
+        check.trainers.close()
         check.log.close()
     print(table(result))
     return 0
@@ -134,6 +138,7 @@ class Check:
         self.shards = text_shards(self.work / "shards", self.sizes["shard_bytes"])
         self.ranks = max(1, _gpus()) if device == "cuda" else 1
         self.runs = 0
+        self.trainers = WarmTrainers()        # every run by one torchrun: its start-up once, not once a run
 
     def throughput(self) -> dict:
         model = self.sizes["model"]
@@ -223,16 +228,10 @@ class Check:
         config = self.config(model, micro_batch, steps, hardware, dtype, warmup, folder, checkpoint_every)
         path = self.work / f"run-{self.runs:02d}.yaml"
         path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
-        command = torchrun_command(str(path), self.ranks) + (["--stop-after", str(stop_after)] if stop_after else [])
         label = f"run {self.runs}: {model} micro-batch {micro_batch}, {dtype}, {hardware or 'eager'}, {steps} steps"
         print(label, flush=True)
         self.log.write(f"\n=== {label}\n")
-        try:
-            done = subprocess.run(command, cwd=ROOT, env=trainer_env(), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, timeout=RUN_TIMEOUT_S)
-            output, status = done.stdout, done.returncode
-        except subprocess.TimeoutExpired as expired:
-            output, status = (expired.stdout or b"").decode(errors="replace") + f"\ntimed out after {RUN_TIMEOUT_S} s", -1
+        output, status = self.run_job(str(path), stop_after)
         self.log.write(output)
         self.log.flush()
         if own_folder:
@@ -252,6 +251,24 @@ class Check:
         return run | {"tokens_per_s": round(tokens_per_s, 1),
                       "mfu": round(figures["flops_per_token"] * tokens_per_s / (peak * self.ranks), 4) if peak else None,
                       "peak_memory_gb": max(memory) if memory else None}
+
+
+    def run_job(self, config_path: str, stop_after: int | None) -> tuple[str, int]:
+        """The run by the warm trainer (flows/trainer_pool.py): its output and exit status. A run that fails or
+        outlasts RUN_TIMEOUT_S (a hung collective must not take the whole lease) stops the trainer; the next run
+        starts another."""
+        trainer = self.trainers.trainer(self.ranks)
+        timer = threading.Timer(RUN_TIMEOUT_S, kill_group, [trainer.process])
+        timer.start()
+        try:
+            output = "".join(trainer.submit(config_path, {}, stop_after))
+        finally:
+            timer.cancel()
+        if trainer.done:
+            return output, 0
+        self.trainers.drop(trainer)
+        status = trainer.process.wait()
+        return output + (f"\ntimed out after {RUN_TIMEOUT_S} s" if status < 0 else ""), status or 1
 
 
 def step_records(output: str) -> list[dict]:
