@@ -72,6 +72,36 @@ def _reader(shards: Path) -> ParquetReader:
     return ParquetReader(str(shards), text_key="text", id_key="id", glob_pattern="*.parquet")
 
 
+def minhash_stages(reader, shards: int, work: Path, config: MinhashConfig) -> list[tuple[str, list, int]]:
+    """The 4 stages as (name, pipeline, tasks) over the documents `reader()` reads from `shards` files."""
+    return [
+        ("signatures", [reader(), MinhashDedupSignature(output_folder=str(work / "signatures"), config=config)],
+         shards),
+        ("buckets", [MinhashDedupBuckets(input_folder=str(work / "signatures"), output_folder=str(work / "buckets"),
+                                         config=config)], config.num_buckets),
+        ("cluster", [MinhashDedupCluster(input_folder=str(work / "buckets"), output_folder=str(work / "remove_ids"),
+                                         config=config)], 1),
+        ("filter", [reader(),
+                    MinhashDedupFilter(input_folder=str(work / "remove_ids"),
+                                       exclusion_writer=JsonlWriter(str(work / "removed"))),
+                    JsonlWriter(str(work / "kept"))], shards),
+    ]
+
+
+def run_stages(stages: list[tuple[str, list, int]], workers: int, logs: Path) -> dict[str, float]:
+    """Each stage one LocalPipelineExecutor run (workers never above its tasks: extra pool processes would only
+    add start-up); the wall seconds of each and their total."""
+    seconds = {}
+    for name, pipeline, tasks in stages:
+        executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(workers, tasks),
+                                         logging_dir=str(logs / name), skip_completed=False)
+        started = time.perf_counter()
+        executor.run()
+        seconds[name] = round(time.perf_counter() - started, 3)
+    seconds["total"] = round(sum(seconds.values()), 3)
+    return seconds
+
+
 def _ids(folder: Path) -> list[str]:
     """The `id` of every document JsonlWriter wrote under folder (gzip JSONL, one file per rank)."""
     ids = []
@@ -116,28 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     documents_in = sum(pq.ParquetFile(path).metadata.num_rows for path in files)
 
     config = MinhashConfig(n_grams=args.ngram, num_buckets=args.bands, hashes_per_bucket=args.rows)
-    logs = work / "logs"
-    # (stage name, pipeline, tasks). workers never exceed tasks: extra pool processes would only add start-up.
-    stages = [
-        ("signatures", [_reader(shards), MinhashDedupSignature(output_folder=str(work / "signatures"),
-                                                               config=config)], len(files)),
-        ("buckets", [MinhashDedupBuckets(input_folder=str(work / "signatures"), output_folder=str(work / "buckets"),
-                                         config=config)], args.bands),
-        ("cluster", [MinhashDedupCluster(input_folder=str(work / "buckets"), output_folder=str(work / "remove_ids"),
-                                         config=config)], 1),
-        ("filter", [_reader(shards),
-                    MinhashDedupFilter(input_folder=str(work / "remove_ids"),
-                                       exclusion_writer=JsonlWriter(str(work / "removed"))),
-                    JsonlWriter(str(work / "kept"))], len(files)),
-    ]
-    seconds = {}
-    for name, pipeline, tasks in stages:
-        executor = LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(args.workers, tasks),
-                                         logging_dir=str(logs / name), skip_completed=False)
-        started = time.perf_counter()
-        executor.run()
-        seconds[name] = round(time.perf_counter() - started, 3)
-    seconds["total"] = round(sum(seconds.values()), 3)
+    seconds = run_stages(minhash_stages(lambda: _reader(shards), len(files), work, config), args.workers,
+                         work / "logs")
 
     _stop_forkserver()
     # ru_maxrss is in KiB on Linux.

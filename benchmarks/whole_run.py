@@ -1,0 +1,95 @@
+"""The whole run against datatrove, side by side: what every landing that changes product code is held to.
+
+    .venv/bin/python benchmarks/whole_run.py [--sizes 1,4] [--workers 2]
+
+Per size n (n bench corpora of distinct seeds, `sluice corpus --size bench --seed 0..n-1`, benchmarks/scale.py's),
+alternately, each in a fresh process:
+- sluice: the full recipe of configs/demo.yaml without its training (extract, dedup, quality models, scores and
+  filter, domains, tokenizer, tokenize, mixture) on `--workers` Dask workers, with a fresh store
+  (benchmarks/scale.py's child: the curation flow as `sluice run` starts it, its temporary Prefect server included);
+- datatrove 0.10.1 (benchmarks/peer_whole_datatrove.py, the peer venv): WarcReader -> Trafilatura -> language ID ->
+  Gopher repetition -> Gopher quality -> C4 -> FineWeb -> JSONL, then its 4-stage MinHash, on `--workers`
+  processes. Its defaults are its best configuration for this work: its extraction's faster setting is measured by
+  benchmarks/throughput.py (the extraction alone).
+The ratio is datatrove's wall over sluice's (each the fresh process's, start-up included). Per sluice stage: its
+wall and orchestration share (what the stage recorded: (wall - task seconds / threads) / wall), and the largest
+share over the stages of 1 s or more; each side's peak memory (the largest single process, and the whole tree).
+Writes results/whole_run.json (issue 62: `ratio_1x`, `ratio_4x`, at least 10; no stage of 1 s or more over 10%
+orchestration; peak memory under 1.5 GB).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import (BENCH, PEER_PYTHON, RESULTS, WORK, ensure_peer, goal, input_files,  # noqa: E402
+                                ratio, run_child, write_result)
+from benchmarks.scale import corpus, measure  # noqa: E402
+
+GOALS = {"ratio_min": 10.0, "orchestration_share_max": 0.10, "peak_process_rss_mb_max": 1536.0}
+SHARE_FROM_S = 1.0          # stages shorter than this are left out of the orchestration goal
+
+
+def measure_peer(size: int, workers: int) -> dict:
+    folder = WORK / "whole-run-peer-input"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for seed in range(size):      # the corpora of different seeds may name their files alike
+        for path in input_files(corpus(seed) / "warc"):
+            if path.name.endswith(".warc.gz"):
+                (folder / f"seed{seed}-{path.name}").symlink_to(path.resolve())
+    lines, cost = run_child([PEER_PYTHON, str(BENCH / "peer_whole_datatrove.py"), str(folder), "--work",
+                             str(WORK / "whole-run-peer"), "--workers", str(workers)], f"datatrove whole {size}x")
+    return lines[-1] | {"cost": cost}
+
+
+def side_by_side(size: int, workers: int) -> dict:
+    ours = measure(size, workers, no_kenlm=False)
+    peer = measure_peer(size, workers)
+    stages = {name: {"wall_s": stage["wall_seconds"], "orchestration_share": stage["orchestration_share"]}
+              for name, stage in ours["stages"].items()}
+    shares = [stage["orchestration_share"] for stage in stages.values()
+              if stage["wall_s"] and stage["wall_s"] >= SHARE_FROM_S and stage["orchestration_share"] is not None]
+    sluice_wall, peer_wall = ours["cost"]["process_seconds"], peer["cost"]["process_seconds"]
+    return {"ratio": ratio(peer_wall, sluice_wall),
+            "sluice": {"wall_s": sluice_wall,
+                       "stage_seconds_sum": round(sum(stage["wall_s"] or 0 for stage in stages.values()), 1),
+                       "stages": stages, "max_orchestration_share": max(shares) if shares else None,
+                       "peak_process_rss_mb": ours["cost"]["peak_process_rss_mb"],
+                       "peak_tree_rss_mb": ours["cost"]["peak_tree_rss_mb"],
+                       "documents_in": ours["stages"]["extract"]["candidates"]},
+            "datatrove": {"wall_s": peer_wall, "documents_s": peer["documents_s"], "minhash_s": peer["minhash_s"],
+                          "peak_process_rss_mb": peer["cost"]["peak_process_rss_mb"],
+                          "peak_tree_rss_mb": peer["cost"]["peak_tree_rss_mb"],
+                          "documents_in": peer["docs_in"], "failed_tasks": peer["failed_tasks"]}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1,4")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    ensure_peer()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    runs = {f"{size}x": side_by_side(size, args.workers) for size in sizes}
+    shares = [run["sluice"]["max_orchestration_share"] for run in runs.values()
+              if run["sluice"]["max_orchestration_share"] is not None]
+    peak = max(run["sluice"]["peak_process_rss_mb"] for run in runs.values())
+    result = {f"ratio_{size}": run["ratio"] for size, run in runs.items()} | {
+        "max_orchestration_share": max(shares) if shares else None, "peak_process_rss_mb": peak,
+        "workers": args.workers, "runs": runs,
+        "goals": {**{f"ratio_{size}": goal(run["ratio"], ">=", GOALS["ratio_min"]) for size, run in runs.items()},
+                  "max_orchestration_share": goal(max(shares) if shares else None, "<=",
+                                                  GOALS["orchestration_share_max"]),
+                  "peak_process_rss_mb": goal(peak, "<=", GOALS["peak_process_rss_mb_max"])}}
+    write_result(RESULTS / "whole_run.json", result, "whole_run.py", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
