@@ -11,6 +11,8 @@ alternately, each in a fresh process:
   Gopher repetition -> Gopher quality -> C4 -> FineWeb -> JSONL, then its 4-stage MinHash, on `--workers`
   processes. Its defaults are its best configuration for this work: its extraction's faster setting is measured by
   benchmarks/throughput.py (the extraction alone).
+Each side first runs once, untimed, on one file: the timed runs are a machine's usual runs, not its first (no
+bytecode to compile, Prefect's database made).
 The ratio is datatrove's wall over sluice's (each the fresh process's, start-up included). Per sluice stage: its
 wall and orchestration share (what the stage recorded: (wall - task seconds / threads) / wall), and the largest
 share over the stages of 1 s or more; each side's peak memory (the largest single process, and the whole tree).
@@ -26,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import (BENCH, PEER_PYTHON, RESULTS, WORK, ensure_peer, goal, input_files,  # noqa: E402
+from benchmarks.harness import (BENCH, PEER_PYTHON, PYTHON, RESULTS, WORK, ensure_peer, goal, input_files,  # noqa: E402
                                 ratio, run_child, write_result)
 from benchmarks.scale import corpus, measure  # noqa: E402
 
@@ -45,6 +47,23 @@ def measure_peer(size: int, workers: int) -> dict:
     lines, cost = run_child([PEER_PYTHON, str(BENCH / "peer_whole_datatrove.py"), str(folder), "--work",
                              str(WORK / "whole-run-peer"), "--workers", str(workers)], f"datatrove whole {size}x")
     return lines[-1] | {"cost": cost}
+
+
+def warm_up(workers: int) -> None:
+    """Untimed: each side once on one file, so that no timed run pays what only a machine's first run pays (Python
+    compiling every module it imports to bytecode, Prefect creating its database)."""
+    one = next(path for path in input_files(corpus(0) / "warc") if path.name.endswith(".warc.gz"))
+    store = WORK / "whole-run-warm-up"
+    shutil.rmtree(store, ignore_errors=True)
+    run_child([PYTHON, str(BENCH / "scale.py"), "_run", "--workers", str(workers), "--store", str(store), str(one)],
+              "sluice warm-up")
+    shutil.rmtree(store, ignore_errors=True)
+    folder = WORK / "whole-run-warm-up-input"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    (folder / one.name).symlink_to(one.resolve())
+    run_child([PEER_PYTHON, str(BENCH / "peer_whole_datatrove.py"), str(folder), "--work",
+               str(WORK / "whole-run-warm-up-peer"), "--workers", "1"], "datatrove warm-up")
 
 
 def side_by_side(size: int, workers: int) -> dict:
@@ -75,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     ensure_peer()
+    warm_up(args.workers)
     sizes = [int(size) for size in args.sizes.split(",")]
     runs = {f"{size}x": side_by_side(size, args.workers) for size in sizes}
     shares = [run["sluice"]["max_orchestration_share"] for run in runs.values()
