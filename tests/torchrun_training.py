@@ -120,15 +120,16 @@ def _train_runs() -> None:
             os.environ.pop(variable, None)
         if spec.get("drills"):
             os.environ |= {key: value for key, value in drill_env(**spec["drills"]).items() if key != "PYTHONPATH"}
-        dist.init_process_group("gloo", store=dist.PrefixStore(f"run-{index}", store), rank=rank, world_size=ranks)
+        prefixed = dist.PrefixStore(f"run-{index}", store)
         if rank == 0:
             print(json.dumps({"run": name}), flush=True)
         if "script" in spec:
+            dist.init_process_group("gloo", store=prefixed, rank=rank, world_size=ranks)
             exec(compile(spec["script"], name, "exec"), {"__name__": "__main__"})
             dist.barrier()          # every rank's script returned
             dist.destroy_process_group()
         else:
-            train(load_training_config(spec["config"]), spec["stop_after"])
+            train(load_training_config(spec["config"]), spec["stop_after"], prefixed)
         if rank == 0:
             print(json.dumps({"ended": name}), flush=True)
     _leave(0)

@@ -3,11 +3,12 @@ ablation's arms, a sweep's points) pays torchrun's start-up once rather than onc
 rank importing torch and the trainer, ~8 s on a CPU machine, more on a GPU one (CUDA and NCCL set-up).
 
 The flow (flows/trainer_pool.py) writes job `N` as `FOLDER/N.json`: the training config's path, the environment
-the run adds (its MLflow writer's address) and the step it stops after, if any (as `--stop-after`). Every rank waits for the file, then trains it as `training.train` trains
-one config: its own process group (meeting under a prefix of its own in torchrun's store: under one prefix, a group
-would meet at the addresses the last, destroyed one left there), a Trainer built from the config alone, the group
-destroyed at the end. Rank 0 then prints `{"job_done": N}`, the flow's sign that the run is over. A job that fails
-ends the ranks, as a failed run ends its torchrun. Ranks left without a job for `IDLE_S` exit, as after a run.
+the run adds (its MLflow writer's address) and the step it stops after, if any (as `--stop-after`). Every rank
+waits for the file, then trains it as `training.train` trains one config: its own process group (meeting under a
+prefix of its own in torchrun's store: under one prefix, a group would meet at the addresses the last, destroyed
+one left there), a Trainer built from the config alone, the group destroyed at the end. Rank 0 then prints
+`{"job_done": N}`, the flow's sign that the run is over. A job that fails ends the ranks, as a failed run ends its
+torchrun. Ranks left without a job for `IDLE_S` exit, as after a run.
 
 What one run leaves in the process is reset before the next: compiled graphs (`torch._dynamo`, whose cache limit
 would otherwise turn later runs eager), the CUDA allocator's cached blocks and its peak-memory figure. The trainer
@@ -43,7 +44,7 @@ def serve(folder: str, train: Callable) -> None:
     index = 0
     while (job := _next_job(job_file(folder, index))) is not None:
         os.environ.update(job["env"])
-        train(load_training_config(job["config"]), job.get("stop_after"), dist.PrefixStore(f"job-{index}", store))
+        train(load_training_config(job["config"]), job["stop_after"], dist.PrefixStore(f"job-{index}", store))
         _reset_process_state()
         if rank == 0:
             print(json.dumps({DONE_KEY: index}), flush=True)
