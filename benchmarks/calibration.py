@@ -139,7 +139,6 @@ def arm_inputs(ablation) -> dict:
 
 def _prepared(ablation) -> dict:
     import mlflow
-    from prefect_dask import DaskTaskRunner
 
     from flows.ablation import budget_figures
     from flows.ablation_data import prepare_data
@@ -152,9 +151,9 @@ def _prepared(ablation) -> dict:
                for name, recipe in ablation.variant_recipes().items()}
     anchor = recipes["raw"]
     use_experiment(ablation.mlflow.experiment, ablation.mlflow.tracking_uri)
-    with mlflow.start_run(run_name="calibration-data") as parent, dask_cluster(anchor.dask) as address:
-        return prepare_data(ablation, [0], recipes, anchor, DaskTaskRunner(address=address),
-                            ablation.train.hardware.data_parallel, seq_len, parent.info.run_id)
+    with mlflow.start_run(run_name="calibration-data") as parent, dask_cluster(anchor.dask):
+        return prepare_data(ablation, [0], recipes, anchor, ablation.train.hardware.data_parallel, seq_len,
+                            parent.info.run_id)
 
 
 def _pairs(tokenize: dict) -> list[tuple[str, str]]:

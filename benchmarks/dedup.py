@@ -55,7 +55,6 @@ def stage_child(args) -> int:
     import time
 
     from prefect import flow
-    from prefect_dask import DaskTaskRunner
 
     from flows.dask_cluster import dask_cluster
     from flows.dedup_stage import dedup_stage_flow
@@ -65,8 +64,8 @@ def stage_child(args) -> int:
 
     @flow(name="bench-dedup")
     def bench() -> dict:
-        with dask_cluster(recipe.dask) as address:
-            return dedup_stage_flow.with_options(task_runner=DaskTaskRunner(address=address))(recipe, parent)
+        with dask_cluster(recipe.dask):
+            return dedup_stage_flow(recipe, parent)
 
     started = time.perf_counter()
     result = bench()

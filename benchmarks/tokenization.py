@@ -74,7 +74,6 @@ def bare_child(args) -> int:
 
 def stage_child(args) -> int:
     from prefect import flow
-    from prefect_dask import DaskTaskRunner
 
     from configs.tokenizer import TokenizerConfig
     from flows.dask_cluster import dask_cluster
@@ -88,10 +87,9 @@ def stage_child(args) -> int:
 
     @flow(name="bench-tokenize")
     def bench() -> dict:
-        with dask_cluster(fresh.dask) as address:
-            runner = DaskTaskRunner(address=address)
-            tokenizer = tokenizer_stage_flow.with_options(task_runner=runner)(shared, extract)
-            return tokenize_stage_flow.with_options(task_runner=runner)(fresh, extract, tokenizer)
+        with dask_cluster(fresh.dask):
+            tokenizer = tokenizer_stage_flow(shared, extract)
+            return tokenize_stage_flow(fresh, extract, tokenizer)
 
     print(json.dumps(bench()))
     return 0

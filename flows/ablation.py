@@ -17,7 +17,6 @@ import os
 import mlflow
 import yaml
 from prefect import flow, get_run_logger
-from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
 from configs.parsing import RecipeError
@@ -81,8 +80,8 @@ def _ablation(ablation: AblationConfig, parent_run_id: str | None) -> dict:
                 logger.info("ablation %s: %d variants x %d seeds (look %d of at most %d), %s tokens each; Dask %s; "
                             "MLflow run %s", ablation.name, len(recipes), len(seeds), look, len(looks),
                             f"{ablation.tokens:,}", address, parent_id)
-                data = prepare_data(ablation, seeds, recipes, anchor, DaskTaskRunner(address=address),
-                                    ablation.train.hardware.data_parallel, seq_len, parent_id)
+                data = prepare_data(ablation, seeds, recipes, anchor, ablation.train.hardware.data_parallel, seq_len,
+                                    parent_id)
             for variant in recipes:            # after the Dask cluster is gone: the ranks get the cores
                 for seed in seeds:
                     _train(ablation, variant, seed, data, anchor.store, tracking, parent_id, per_update)
@@ -148,10 +147,9 @@ def _variance_split(ablation: AblationConfig, seeds: list[int], recipes: dict, a
     run itself (every control at that seed), found again by its folder."""
     baseline = ablation.baseline_variant
     alone = {control: ablation.model_copy(update={"seed_controls": [control]}) for control in ablation.seed_controls}
-    with dask_cluster(anchor.dask) as address:
+    with dask_cluster(anchor.dask):
         data = {control: prepare_data(single, seeds, {baseline: recipes[baseline]}, anchor,
-                                      DaskTaskRunner(address=address), ablation.train.hardware.data_parallel,
-                                      seq_len, parent_id)
+                                      ablation.train.hardware.data_parallel, seq_len, parent_id)
                 for control, single in alone.items()}
     return {control: {seed: _train(single, baseline, seed, data[control], anchor.store, tracking, parent_id,
                                    per_update, member=False)["mlflow_run_id"] for seed in seeds}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import mlflow
 from prefect import get_run_logger
-from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig, MatchedRunsConfig
 from configs.mixture import MixtureConfig
@@ -51,11 +50,11 @@ def seeded_draw(mixture: MixtureConfig, controls: list[str], seed: int) -> dict:
 
 
 def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, Recipe], anchor: Recipe,
-                 runner: DaskTaskRunner, ranks: int, seq_len: int, parent_id: str) -> dict:
+                 ranks: int, seq_len: int, parent_id: str) -> dict:
     """Every stage the runs of these seeds need, as stage results: `suite`, `tokenizer`, and per variant its
-    `stages` and `mixtures` (seed -> mixture). A later look asks again with more seeds: what is done is found in
-    the store."""
-    data = prepare_stages(ablation, recipes, anchor, runner, parent_id)
+    `stages` and `mixtures` (seed -> mixture), on the cluster of the `flows.dask_cluster` block this runs in. A
+    later look asks again with more seeds: what is done is found in the store."""
+    data = prepare_stages(ablation, recipes, anchor, parent_id)
     vocab_size = TokenizerFigures.of(data["tokenizer"]).vocab_size
     for name, recipe in recipes.items():
         stages = data["variants"][name]["stages"]
@@ -64,7 +63,7 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
             for seed in seeds:
                 mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
                 try:
-                    mixtures[seed] = mixture_stage_flow.with_options(task_runner=runner)(
+                    mixtures[seed] = mixture_stage_flow(
                         mixed, stages["tokenize"], stages["decontaminate"], vocab_size)
                 except ValueError as error:
                     raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
@@ -73,38 +72,36 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
     return data
 
 
-def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anchor: Recipe, runner: DaskTaskRunner,
-                   parent_id: str) -> dict:
+def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anchor: Recipe, parent_id: str) -> dict:
     """The suite, the shared tokenizer, and per variant its document stages, decontamination and token shards
     (`variants.<name>.stages`), each variant's in a nested MLflow run of `parent_id` (`variants.<name>.data_run`)."""
     logger = get_run_logger()
-    suite = eval_suite_stage_flow.with_options(task_runner=runner)(anchor, ablation.eval)
+    suite = eval_suite_stage_flow(anchor, ablation.eval)
     ngrams = stage_file(suite, NGRAMS_FILE)
     recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
-    tokenizer = _shared_tokenizer(ablation, anchor, suite, runner)
+    tokenizer = _shared_tokenizer(ablation, anchor, suite)
     variants = {}
     for name, recipe in recipes.items():
         logger.info("variant %s: document stages", name)
         data_run = variant_data_run(parent_id, name, recipe)
         with mlflow.start_run(run_id=data_run, nested=True):
-            stages = document_stages(recipe, runner)
-            stages["decontaminate"] = decontaminate_stage_flow.with_options(task_runner=runner)(
+            stages = document_stages(recipe)
+            stages["decontaminate"] = decontaminate_stage_flow(
                 recipe, final_documents(stages), suite)
-            stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
+            stages["tokenize"] = tokenize_stage_flow(
                 recipe, stages["decontaminate"], tokenizer)
         variants[name] = {"stages": stages, "data_run": data_run}
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 
 
-def _shared_tokenizer(ablation: MatchedRunsConfig, anchor: Recipe, suite: StageResult,
-                      runner: DaskTaskRunner) -> StageResult:
+def _shared_tokenizer(ablation: MatchedRunsConfig, anchor: Recipe, suite: StageResult) -> StageResult:
     """The given SentencePiece model, or one trained on a seeded sample of the raw extraction output after
     decontamination (the tokenizer never sees evaluation text)."""
     if ablation.tokenizer.path:
         return tokenizer_file_stage_flow(anchor, local_path(ablation.tokenizer.path))
-    raw = extract_stage_flow.with_options(task_runner=runner)(anchor)
-    clean = decontaminate_stage_flow.with_options(task_runner=runner)(anchor, raw, suite)
-    return tokenizer_stage_flow.with_options(task_runner=runner)(anchor, clean)
+    raw = extract_stage_flow(anchor)
+    clean = decontaminate_stage_flow(anchor, raw, suite)
+    return tokenizer_stage_flow(anchor, clean)
 
 
 def variant_data_run(parent_id: str, variant: str, recipe: Recipe) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import yaml
 from prefect import flow, get_run_logger
-from prefect_dask import DaskTaskRunner
 
 from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
@@ -38,7 +37,7 @@ def _curation(recipe: Recipe) -> dict:
         preflight(recipe, recipe.name)      # a run started from the UI or from Python is checked here first
         with pending(opening), dask_cluster(recipe.dask) as address:
             logger.info("Dask scheduler %s; MLflow at %s", address, tracking)
-            stages = _data_stages(recipe, DaskTaskRunner(address=address))
+            stages = _data_stages(recipe)
             opening.activate()                                 # also when no stage logged
         import mlflow      # only now: importing it here earlier would wait for the thread's import (flows.tracking_run)
 
@@ -93,44 +92,40 @@ def _fail(opening: BackgroundRun) -> None:
         mlflow.MlflowClient().set_terminated(run_id, "FAILED")
 
 
-def _data_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
+def _data_stages(recipe: Recipe) -> dict:
     """Extract, dedup, quality, tokenizer + tokenize and mixture, as the recipe enables them, on one cluster."""
-    stages = document_stages(recipe, runner)
+    stages = document_stages(recipe)
     documents = final_documents(stages)
     if recipe.tokenizer.enabled:
         from flows.mixture_stage import mixture_stage_flow
         from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
 
-        stages["tokenizer"] = tokenizer_stage_flow.with_options(task_runner=runner)(recipe, documents)
-        stages["tokenize"] = tokenize_stage_flow.with_options(task_runner=runner)(
-            recipe, documents, stages["tokenizer"])
+        stages["tokenizer"] = tokenizer_stage_flow(recipe, documents)
+        stages["tokenize"] = tokenize_stage_flow(recipe, documents, stages["tokenizer"])
         if recipe.mixture.enabled:
             vocab_size = TokenizerFigures.of(stages["tokenizer"]).vocab_size
-            stages["mixture"] = mixture_stage_flow.with_options(task_runner=runner)(
-                recipe, stages["tokenize"], documents, vocab_size)
+            stages["mixture"] = mixture_stage_flow(recipe, stages["tokenize"], documents, vocab_size)
     return stages
 
 
-def document_stages(recipe: Recipe, runner: DaskTaskRunner) -> dict:
+def document_stages(recipe: Recipe) -> dict:
     """The stages that make documents: extract, then dedup, quality and domains as the recipe enables them."""
-    stages = {"extract": extract_stage_flow.with_options(task_runner=runner)(recipe)}
+    stages = {"extract": extract_stage_flow(recipe)}
     if recipe.dedup.enabled:
         from flows.dedup_stage import dedup_stage_flow
 
-        stages["dedup"] = dedup_stage_flow.with_options(task_runner=runner)(recipe, stages["extract"])
+        stages["dedup"] = dedup_stage_flow(recipe, stages["extract"])
     if recipe.quality.enabled:
         from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
 
-        stages["quality_models"] = quality_models_stage_flow.with_options(task_runner=runner)(
-            recipe, stages["extract"])
-        stages["quality_scores"] = quality_scores_stage_flow.with_options(task_runner=runner)(
+        stages["quality_models"] = quality_models_stage_flow(recipe, stages["extract"])
+        stages["quality_scores"] = quality_scores_stage_flow(
             recipe, final_documents(stages), stages["quality_models"])
-        stages["quality_filter"] = quality_filter_stage_flow.with_options(task_runner=runner)(
-            recipe, stages["quality_scores"])
+        stages["quality_filter"] = quality_filter_stage_flow(recipe, stages["quality_scores"])
     if recipe.domains.enabled:
         from flows.domains_stage import domains_stage_flow
 
-        stages["domains"] = domains_stage_flow.with_options(task_runner=runner)(recipe, final_documents(stages))
+        stages["domains"] = domains_stage_flow(recipe, final_documents(stages))
     return stages
 
 

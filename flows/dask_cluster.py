@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
 from prefect.settings import get_current_settings
@@ -37,6 +38,9 @@ WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", "tasks.extract.
 # scheduler round trip this costs between calls is small.
 SCHEDULER_CONFIG = {"distributed.scheduler.worker-saturation": 1.0}
 SCHEDULER_CONFIG_ENV = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}   # the same, for `dask scheduler`
+# The scheduler of the innermost `dask_cluster` block: where the stage flows started inside it send their calls
+# (flows.stage_task_runner).
+_SCHEDULER: ContextVar[str | None] = ContextVar("sluice_dask_scheduler", default=None)
 
 
 @contextmanager
@@ -44,10 +48,12 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     """Yield a scheduler address. A LocalCluster started here is closed on exit, also on error or cancel.
 
     Workers of an existing cluster must be able to reach the Prefect API themselves (PREFECT_API_URL in
-    their environment); LocalCluster workers are given the API this process uses.
+    their environment); LocalCluster workers are given the API this process uses. Stage flows started inside the
+    block run their calls on this cluster.
     """
     if config.address:
-        yield config.address
+        with _scheduler_is(config.address):
+            yield config.address
         return
     import dask
     from distributed import LocalCluster
@@ -56,8 +62,23 @@ def dask_cluster(config: DaskConfig) -> Iterator[str]:
     workers = config.n_workers or os.cpu_count() or 1
     with dask.config.set(WORKER_CONFIG | SCHEDULER_CONFIG), LocalCluster(
             n_workers=workers, threads_per_worker=config.threads_per_worker, processes=True, dashboard_address=":0",
-            host="127.0.0.1", env=prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster:
+            host="127.0.0.1", env=prefect_api_env(), preload=list(WORKER_PRELOAD)) as cluster, \
+            _scheduler_is(cluster.scheduler_address):
         yield cluster.scheduler_address
+
+
+def current_scheduler() -> str | None:
+    """The scheduler address of the `dask_cluster` block this runs in, if any."""
+    return _SCHEDULER.get()
+
+
+@contextmanager
+def _scheduler_is(address: str) -> Iterator[None]:
+    token = _SCHEDULER.set(address)
+    try:
+        yield
+    finally:
+        _SCHEDULER.reset(token)
 
 
 def prefect_api_env() -> dict[str, str]:

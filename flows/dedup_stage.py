@@ -6,11 +6,12 @@ from prefect import flow
 
 from configs.schema import Recipe
 from flows.stage_runner import run_stage
+from flows.stage_task_runner import PipelineCluster
 from storage.stage_result import StageResult
 from tasks.dedup.stage import DedupStage
 
 
-@flow(name="dedup", log_prints=True)
+@flow(name="dedup", log_prints=True, task_runner=PipelineCluster())
 def dedup_stage_flow(recipe: Recipe, parent: StageResult) -> StageResult:
     """Deduplicate the documents of `parent` (a stage summary, e.g. extraction's)."""
     return run_stage(recipe, DedupStage(recipe, parent))

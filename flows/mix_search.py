@@ -27,7 +27,6 @@ import yaml
 from mlflow.entities import Metric
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect_dask import DaskTaskRunner
 
 from configs.ablation import AblationConfig
 from configs.mix_search import MixSearchConfig
@@ -160,8 +159,8 @@ def _census(search: MixSearchConfig, ids: list[int], parent_id: str) -> list[int
     """Each domain's training tokens: the least over the seeds' validation splits."""
     recipe = search.recipe_for("census", {"mixture": {"sources": domain_sources(search.column, ids, [1] * len(ids))}})
     recipe = recipe.model_copy(update={"store": local_path(recipe.store)})
-    with dask_cluster(recipe.dask) as address:
-        data = prepare_stages(search, {"census": recipe}, recipe, DaskTaskRunner(address=address), parent_id)
+    with dask_cluster(recipe.dask):
+        data = prepare_stages(search, {"census": recipe}, recipe, parent_id)
     pairs = token_document_pairs(data["variants"]["census"]["stages"]["tokenize"])
     counts = [source_tokens(pairs, recipe.mixture.model_copy(update=seeded_draw(recipe.mixture, search.seed_controls,
                                                                                 seed)))

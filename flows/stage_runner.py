@@ -6,6 +6,7 @@ process, without Prefect, through `tasks.stage_run.run_in_process`.
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Callable, Sequence
 
 from prefect import get_run_logger, task
@@ -38,7 +39,11 @@ class PrefectSteps:
 
     def __init__(self) -> None:
         self.logger = get_run_logger()
-        self.cluster = _dask_calls()
+
+    @cached_property
+    def cluster(self) -> DaskCalls | None:
+        """Connected when the stage first needs it: a stage found in the store connects to nothing."""
+        return _dask_calls()
 
     def map(self, function: Callable[..., dict], jobs: Sequence, label: str, job_sizes: Sequence[int] | None = None,
             on_result: Callable[[dict], None] | None = None, **arguments) -> list[dict]:

@@ -58,6 +58,37 @@ def code_version(*roots: str, root: Path = PROJECT_ROOT) -> str:
 
 
 def code_closure(*roots: str, root: Path = PROJECT_ROOT) -> CodeClosure:
+    modules, third_party = _traced(roots, root)
+    return CodeClosure(modules=modules, libraries=tuple(sorted(_distribution_versions(third_party))))
+
+
+# (roots, root) -> (the sources' state when traced, the modules reached, the third-party top-level modules)
+_TRACED: dict[tuple[tuple[str, ...], Path], tuple[tuple, tuple[str, ...], frozenset[str]]] = {}
+
+
+def _traced(roots: tuple[str, ...], root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The project modules `roots` reach and the third-party modules those import. Kept per process while no
+    module reached and no folder holding one changed (a stage's closure is asked for at every stage run: a mixture
+    search's hundred-odd took ~3 s of stat calls and parsing)."""
+    known = _TRACED.get((roots, root))
+    if known is not None and known[0] == _sources_state(known[1], root):
+        return known[1], known[2]
+    modules, third_party = _trace(roots, root)
+    _TRACED[(roots, root)] = (_sources_state(modules, root), modules, third_party)
+    return modules, third_party
+
+
+def _sources_state(modules: tuple[str, ...], root: Path) -> tuple:
+    """When and how big each module's file, each folder holding one and the project folder last changed: an
+    edited, added or removed file (or package) changes it."""
+    files = [module_path(module, root) for module in modules]
+    if None in files:
+        return ()                          # a module is gone: never equal to a traced state
+    paths = sorted({root, *files, *(path.parent for path in files)}, key=str)
+    return tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths)
+
+
+def _trace(roots: tuple[str, ...], root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
     project = _project_packages(root)
     seen: set[str] = set()
     third_party: set[str] = set()
@@ -79,7 +110,7 @@ def code_closure(*roots: str, root: Path = PROJECT_ROOT) -> CodeClosure:
             elif top not in sys.stdlib_module_names and top != "__future__":
                 third_party.add(top)
         pending.extend(parent for parent in _with_parents(module) if not orchestrates(parent))
-    return CodeClosure(modules=tuple(sorted(seen)), libraries=tuple(sorted(_distribution_versions(third_party))))
+    return tuple(sorted(seen)), frozenset(third_party)
 
 
 def orchestrates(module: str) -> bool:
