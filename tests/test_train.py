@@ -12,7 +12,6 @@ import pytest
 import yaml
 from torchrun_training import TrainedRuns, training_runs    # tests/torchrun_training.py
 from torchrun_training import run as run_spec                # (`run`: a name the tests use for MLflow runs)
-from training_drills import drill_env           # tests/training_drills.py (pytest puts tests/ on the path)
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,28 +30,16 @@ def _config(tmp_path: Path, shards: list[str], name: str) -> str:
     return str(path)
 
 
-def _run_torchrun(config: str, *extra: str, hosted: bool = True,
-                  drills: dict | None = None) -> subprocess.CompletedProcess:
-    """torchrun as the training flow starts it: its MLflow run written from this process, or with `hosted=False`
-    from rank 0 itself, as a torchrun started by hand; `drills`: faults injected (tests/training_drills.py)."""
+def _run_torchrun(config: str) -> subprocess.CompletedProcess:
+    """A torchrun of its own, as the training flow starts one (its MLflow run written from this process): for the
+    runs that fail, which end their torchrun."""
     from flows.torchrun import torchrun_command
     from tracking.mlflow_writer import WRITER_ENV, HostedWriter
 
-    writer = HostedWriter() if hosted else None
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)} | (
-        {WRITER_ENV: writer.address} if writer else {}) | (drill_env(**drills) if drills else {})
-    try:
-        return subprocess.run([*torchrun_command(config, 2), *extra], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=600)
-    finally:
-        if writer:
-            writer.close()
-
-
-def _torchrun(config: str, *extra: str, hosted: bool = True, drills: dict | None = None) -> list[dict]:
-    done = _run_torchrun(config, *extra, hosted=hosted, drills=drills)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    with HostedWriter() as writer:
+        env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), WRITER_ENV: writer.address}
+        return subprocess.run(torchrun_command(config, 2), cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600)
 
 
 def _edit(config: str, **changes) -> str:
@@ -68,27 +55,70 @@ def _edit(config: str, **changes) -> str:
 
 
 @pytest.fixture(scope="module")
-def resumed_twice(byte_shards, tmp_path_factory) -> dict:
-    """A run of 12 steps straight through, and the same run stopped after step 5 and after step 10 and resumed each
-    time (checkpoints every 4 steps): their records, and the interrupted run's checkpoint folder. The first test
-    checks them; the corrupt-checkpoint test damages a copy of the checkpoint of step 4 (one torchrun fewer)."""
-    tmp_path = tmp_path_factory.mktemp("resumed-twice")
-    # rank 0 writes this run's MLflow run itself; the interrupted one below is written by the launching process
-    straight = _torchrun(_config(tmp_path, byte_shards, "straight"), hosted=False)
-    interrupted = _config(tmp_path, byte_shards, "interrupted")
-    first = _torchrun(interrupted, "--stop-after", "5")             # checkpoint at 4, step 5 is lost
-    second = _torchrun(interrupted, "--stop-after", "10")           # resumes at 4, checkpoint at 8
-    third = _torchrun(interrupted)                                   # resumes at 8, runs to 12
-    return {"straight": straight, "runs": (first, second, third), "checkpoints": tmp_path / "interrupted"}
+def trained(byte_shards, tmp_path_factory) -> tuple[Path, TrainedRuns]:
+    """The successful runs of this module's tests, one after another in one torchrun of 2 ranks (tests/
+    torchrun_training.py: each with its own process group, Trainer and MLflow run, as a torchrun of its own; an
+    interrupted run resumed from its checkpoint on disk): the ranks import torch and the trainer once, not eleven
+    times. Each run's MLflow run is written by a writer in this process, as the training flow's, except `straight`'s,
+    written by rank 0 itself as in a torchrun started by hand. The drilled runs' faults are their own (tests/
+    training_drills.py). The throttled run first, as in a torchrun of its own: the doctor reads its first steps'
+    speed."""
+    folder = tmp_path_factory.mktemp("trained")
+    # the store exists before the ranks start: creating it beside them halves their first steps' tokens/s, which
+    # the doctor rightly reads as a throughput drop (seen with the throttled run alone)
+    import mlflow
+
+    mlflow.MlflowClient().search_experiments()
+    interrupted, ramp_interrupted = _config(folder, byte_shards, "interrupted"), _ramped(folder, byte_shards,
+                                                                                        "ramp-interrupted")
+    misresumed = _edit(_config(folder, byte_shards, "misresumed"), steps=16, checkpoint__every=2)
+    spiky = _edit(_config(folder, byte_shards, "spiky"), steps=16, spikes={
+        "window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3})
+    runs = {
+        "shifted-throttled": run_spec(_edit(_config(folder, byte_shards, "shifted-throttled"), steps=40,
+                                            optimizer__lr=1e-2), hosted=True, drills={
+            "label_shift": True, "slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))}),
+        "straight": run_spec(_config(folder, byte_shards, "straight")),
+        "interrupted-1": run_spec(interrupted, stop_after=5, hosted=True),     # checkpoint at 4, step 5 is lost
+        "interrupted-2": run_spec(interrupted, stop_after=10, hosted=True),    # resumes at 4, checkpoint at 8
+        "interrupted-3": run_spec(interrupted, hosted=True),                   # resumes at 8, runs to 12
+        "ramp-straight": run_spec(_ramped(folder, byte_shards, "ramp-straight"), hosted=True),
+        "ramp-interrupted-1": run_spec(ramp_interrupted, stop_after=5, hosted=True),   # checkpoint at 4
+        "ramp-interrupted-2": run_spec(ramp_interrupted, hosted=True),
+        "spiky": run_spec(spiky, hosted=True, drills={"bad_batches": [9, 13, 14, 15]}),
+        "misresumed-1": run_spec(misresumed, stop_after=10, hosted=True),
+        "misresumed-2": run_spec(misresumed, hosted=True, drills={"resume_weights_from": 2}),
+    }
+    return folder, training_runs(runs, 2)
 
 
-def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(resumed_twice):
-    straight = [record for record in resumed_twice["straight"] if "loss" in record]
+def _ramped(folder: Path, shards: list[str], name: str) -> str:
+    """A linear ramp from 1 to 4 micro-batches over the first half of the tokens, the learning rate scaled by the
+    square root of the batch fraction."""
+    micro_tokens = 2 * 2 * 64                       # micro_batch_size x ranks x the tiny model's seq_len
+    return _edit(_config(folder, shards, name), micro_batch_size=2, grad_accumulation=4, steps=6, checkpoint__every=2,
+                 batch_ramp={"schedule": "linear", "start_accumulation": 1, "tokens": 12 * micro_tokens,
+                             "lr_scaling": "sqrt"})
+
+
+def _runs_of(*names: str) -> dict:
+    """name -> MLflow run of this module's trainings (their `sluice.data` tag)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name("train-test").experiment_id
+    return {name: client.search_runs([experiment], filter_string=f"tags.`sluice.data` = '{name}'")[0]
+            for name in names}
+
+
+def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(trained):
+    _, runs = trained
+    straight = [record for record in runs["straight"] if "loss" in record]
     assert [record["step"] for record in straight] == list(range(1, 13))
     assert all(record["b_noise"] is not None for record in straight[1:])      # accumulation 2 gives two batch sizes
     assert straight[-1]["loss"] < straight[0]["loss"] - 0.5
 
-    first, second, third = resumed_twice["runs"]
+    first, second, third = runs["interrupted-1"], runs["interrupted-2"], runs["interrupted-3"]
     assert [r["step"] for r in second if r.get("event") == "resumed"] == [4]
     assert [r["step"] for r in third if r.get("event") == "resumed"] == [8]
     resumed = {r["step"]: r["loss"] for run in (first, second, third) for r in run if "loss" in r}
@@ -99,9 +129,11 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(res
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient()
-    runs = {run.data.tags["sluice.data"]: run for run in client.search_runs(
-        [client.get_experiment_by_name("train-test").experiment_id])}
-    assert set(runs) == {"straight", "interrupted"}
+    (experiment,) = {run.info.experiment_id for run in _runs_of("straight", "interrupted").values()}
+    runs = {name: [run for run in client.search_runs([experiment]) if run.data.tags["sluice.data"] == name]
+            for name in ("straight", "interrupted")}
+    assert all(len(found) == 1 for found in runs.values()), runs           # the resumes continued one run
+    runs = {name: found for name, (found,) in runs.items()}
     for name, run in runs.items():
         assert run.info.status == "FINISHED" and run.data.params["model.preset"] == "tiny"
         history = client.get_metric_history(run.info.run_id, "loss")
@@ -119,34 +151,23 @@ def test_two_process_fsdp_training_lowers_the_loss_and_resumes_exactly_twice(res
         {"straight": [], "interrupted": []}
 
 
-def test_a_batch_ramp_trains_the_planned_tokens_and_resumes_exactly_mid_ramp(byte_shards, tmp_path):
-    """A linear ramp from 1 to 4 micro-batches over the first half of the tokens, the learning rate scaled by the
-    square root of the batch fraction: killed mid-ramp and resumed, it logs the losses of an uninterrupted run."""
+def test_a_batch_ramp_trains_the_planned_tokens_and_resumes_exactly_mid_ramp(trained):
+    """A linear ramp from 1 to 4 micro-batches over the first half of the tokens (`_ramped`): killed mid-ramp and
+    resumed, it logs the losses of an uninterrupted run."""
     from flows.doctor import doctor
 
-    def ramped(name: str) -> str:
-        micro_tokens = 2 * 2 * 64                       # micro_batch_size x ranks x the tiny model's seq_len
-        return _edit(_config(tmp_path, byte_shards, name), micro_batch_size=2, grad_accumulation=4, steps=6,
-                     checkpoint__every=2, batch_ramp={"schedule": "linear", "start_accumulation": 1,
-                                                      "tokens": 12 * micro_tokens, "lr_scaling": "sqrt"})
-
-    straight = [r for r in _torchrun(ramped("ramp-straight")) if "loss" in r]
+    _, runs = trained
+    straight = [r for r in runs["ramp-straight"] if "loss" in r]
     assert [r["batch_sequences"] // 4 for r in straight] == [1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 2]
     assert straight[-1]["tokens"] == 6 * 4 * 4 * 64                 # 6 full updates' tokens, in 11 updates
     assert straight[0]["lr"] == pytest.approx(3e-3 / 2 * 0.5)       # warmup step 0 of 2, sqrt(1 / 4)
-    interrupted = ramped("ramp-interrupted")
-    first = _torchrun(interrupted, "--stop-after", "5")             # checkpoint at 4 (accumulation 2 next)
-    second = _torchrun(interrupted)
+    first, second = runs["ramp-interrupted-1"], runs["ramp-interrupted-2"]     # checkpoint at 4 (accumulation 2)
     assert [r["step"] for r in second if r.get("event") == "resumed"] == [4]
     resumed = {r["step"]: r for run in (first, second) for r in run if "loss" in r}
     for record in straight:
         again = resumed[record["step"]]
         assert (again["loss"], again["tokens"]) == (pytest.approx(record["loss"], abs=1e-6), record["tokens"])
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient()
-    experiment = client.get_experiment_by_name("train-test").experiment_id
-    (run,) = client.search_runs([experiment], filter_string="tags.`sluice.data` = 'ramp-interrupted'")
+    run = _runs_of("ramp-interrupted")["ramp-interrupted"]
     assert doctor(run.info.run_id, publish=False)["findings"] == []  # the ramp's rates are on its schedule
 
 
@@ -162,8 +183,8 @@ def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
     raw["steps"] = 100_000
     Path(config).write_text(yaml.safe_dump(raw))
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(torchrun_command(config, 2), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(torchrun_command(config, 2), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     safety = threading.Timer(180, kill_group, args=(process,))     # never hang the suite
     safety.start()
     for line in process.stdout:                      # wait until the ranks are training
@@ -198,12 +219,8 @@ def test_a_training_past_its_timeout_fails_saying_so_and_leaves_its_mlflow_run_f
     assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"
 
 
-def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(byte_shards, tmp_path):
-    config = _config(tmp_path, byte_shards, "spiky")
-    raw = yaml.safe_load(Path(config).read_text())
-    raw.update(steps=16, spikes={"window": 4, "min_history": 4, "sigmas": 3.0, "max_consecutive": 3})
-    Path(config).write_text(yaml.safe_dump(raw))
-    records = _torchrun(config, drills={"bad_batches": [9, 13, 14, 15]})
+def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(trained):
+    records = trained[1]["spiky"]
     skipped = [r["attempt"] for r in records if r.get("event") == "spike_skipped"]
     rollbacks = [(r["attempt"], r["step"]) for r in records if r.get("event") == "rollback"]
     assert skipped == [9, 13, 14, 15]                    # every injected batch caught, nothing else
@@ -216,12 +233,10 @@ def test_a_spike_is_skipped_and_repeated_spikes_roll_back_past_the_bad_batches(b
 
     from flows.doctor import doctor
 
-    client = mlflow.MlflowClient()
-    (run,) = client.search_runs([client.get_experiment_by_name("train-test").experiment_id],
-                                filter_string="tags.`sluice.data` = 'spiky'")
+    run = _runs_of("spiky")["spiky"]
     (finding,) = doctor(run.info.run_id)["findings"]
     assert finding["check"] == "loss_spikes" and "(to steps 8)" in finding["seen"]
-    assert "## loss_spikes" in (Path(client.download_artifacts(run.info.run_id, "doctor.md"))).read_text()
+    assert "## loss_spikes" in Path(mlflow.MlflowClient().download_artifacts(run.info.run_id, "doctor.md")).read_text()
 
 
 def test_noise_scale_estimators_recover_a_known_gradient_and_noise():
@@ -245,11 +260,11 @@ def test_nan_loss_stops_naming_the_step_and_the_last_good_checkpoint(byte_shards
     assert f"last good checkpoint is {tmp_path / 'diverging'}/step-{step - 1:06d}" in message
 
 
-def test_a_corrupt_or_mismatched_checkpoint_is_an_error_not_a_fresh_start(resumed_twice, byte_shards, tmp_path):
+def test_a_corrupt_or_mismatched_checkpoint_is_an_error_not_a_fresh_start(trained, byte_shards, tmp_path):
     import shutil
 
     # a checkpoint the trainer saved at step 4 of this config (the first test's interrupted run), copied
-    shutil.copytree(resumed_twice["checkpoints"] / "step-000004", tmp_path / "saved" / "step-000004")
+    shutil.copytree(trained[0] / "interrupted" / "step-000004", tmp_path / "saved" / "step-000004")
     config = _edit(_config(tmp_path, byte_shards, "saved"), steps=8, model__d_model=128)
     done = _run_torchrun(config)
     assert done.returncode != 0 and "CheckpointError" in done.stderr
@@ -290,24 +305,15 @@ def test_a_sequence_longer_than_the_model_is_an_error():
         model(torch.zeros(1, 65, dtype=torch.long))
 
 
-def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(byte_shards, tmp_path):
+def test_the_doctor_flags_a_label_shift_and_a_throttled_rank_in_real_runs(trained):
     """Drills run for real under torchrun, both in one run: targets = inputs (the off-by-one label bug), and rank 1
     stalled before 7 updates in a row. `sluice doctor` names each, and nothing else but what the label bug also
     causes: the validation loss (on true next tokens) rising while the copied targets' loss falls. (The stall
     changes no loss, the label bug no step's time: each drill's findings are its own.)"""
-    import mlflow
-
     from flows.doctor import doctor
 
-    drilled = _edit(_config(tmp_path, byte_shards, "shifted-throttled"), steps=40, optimizer__lr=1e-2)
-    client = mlflow.MlflowClient()
-    # the store exists before the ranks start: creating it beside them halves their first steps' tokens/s, which
-    # the doctor rightly reads as a throughput drop (seen with this test run alone)
-    client.search_experiments()
-    _torchrun(drilled, drills={"label_shift": True,
-                               "slow_rank": 1, "slow_seconds": 0.5, "slow_steps": list(range(10, 17))})
-    experiment = client.get_experiment_by_name("train-test").experiment_id
-    (run,) = client.search_runs([experiment], filter_string="tags.`sluice.data` = 'shifted-throttled'")
+    assert trained[1]["shifted-throttled"]                             # it ran to its end
+    run = _runs_of("shifted-throttled")["shifted-throttled"]
     found = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
     assert found == [("loss_too_low", True), ("validation_rising", False), ("throughput_drop", False)]
 
@@ -401,19 +407,13 @@ def test_accumulated_micro_batches_train_as_one_batch_with_the_gradient_reduced_
     assert whole[-1]["loss"] < whole[0]["loss"] - 0.1                       # it trained
 
 
-def test_the_doctor_flags_a_resume_from_a_checkpoint_of_another_step(byte_shards, tmp_path):
+def test_the_doctor_flags_a_resume_from_a_checkpoint_of_another_step(trained):
     """Killed after step 10, resumed with the newest checkpoint's data position and step count but the weights
     and optimizer of step 2 (the drill `resume_weights_from`): the loss jumps back, and the doctor says so."""
-    import mlflow
-
     from flows.doctor import doctor
 
-    config = _edit(_config(tmp_path, byte_shards, "misresumed"), steps=16, checkpoint__every=2)
-    _torchrun(config, "--stop-after", "10")
-    resumed = _torchrun(config, drills={"resume_weights_from": 2})
+    resumed = trained[1]["misresumed-2"]
     assert [record["step"] for record in resumed if record.get("event") == "resumed"] == [10]
-    client = mlflow.MlflowClient()
-    (run,) = client.search_runs([client.get_experiment_by_name("train-test").experiment_id],
-                                filter_string="tags.`sluice.data` = 'misresumed'")
+    run = _runs_of("misresumed")["misresumed"]
     checks = [(finding["check"], finding["severe"]) for finding in doctor(run.info.run_id)["findings"]]
     assert ("resume_discontinuity", True) in checks, checks

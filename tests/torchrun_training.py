@@ -47,11 +47,13 @@ def training_records(config: str, ranks: int, *extra: str, drills: dict | None =
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def run(config: str, ranks: int | None = None, stop_after: int | None = None, drills: dict | None = None) -> dict:
+def run(config: str, ranks: int | None = None, stop_after: int | None = None, drills: dict | None = None,
+        hosted: bool = False) -> dict:
     """One training of `training_runs`: its config file, its ranks (default: all the torchrun's; fewer: the first
     ones, as a torchrun of that many), the step it stops after (an interrupted run), the faults injected into it
-    (tests/training_drills.py)."""
-    return {"config": config, "ranks": ranks, "stop_after": stop_after, "drills": drills}
+    (tests/training_drills.py); `hosted`: its MLflow run written by a writer in this process, as the training flow
+    does, rather than by rank 0 itself."""
+    return {"config": config, "ranks": ranks, "stop_after": stop_after, "drills": drills, "hosted": hosted}
 
 
 def script(code: str, ranks: int | None = None) -> dict:
@@ -88,10 +90,18 @@ class TrainedRuns:
 def training_runs(runs: dict[str, dict], ranks: int) -> TrainedRuns:
     """Each of `runs` (name -> `run(...)` or `script(...)`), in this order, by one torchrun of `ranks` processes."""
     from flows.torchrun import launcher_command
+    from tracking.mlflow_writer import HostedWriter
 
+    writers = {name: HostedWriter() for name, spec in runs.items() if spec.get("hosted")}
+    runs = {name: spec | ({"writer": writers[name].address} if name in writers else {})
+            for name, spec in runs.items()}
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), RUNS_ENV: json.dumps(runs)}
-    done = subprocess.run([*launcher_command(ranks), __file__], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    try:
+        done = subprocess.run([*launcher_command(ranks), __file__], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=600)
+    finally:
+        for writer in writers.values():
+            writer.close()
     return TrainedRuns(list(runs), done.stdout, done.stderr, done.returncode)
 
 
@@ -105,6 +115,7 @@ def _train_runs() -> None:
 
     from configs.training import load_training_config
     from training.launcher_death import die_with_launcher
+    from tracking.mlflow_writer import WRITER_ENV
     from training.train import HOOK_ENV, _leave, train
     from training_drills import DRILLS_ENV, drill_env
 
@@ -116,8 +127,10 @@ def _train_runs() -> None:
         if rank >= ranks:
             continue
         os.environ |= {"WORLD_SIZE": str(ranks), "LOCAL_WORLD_SIZE": str(ranks)}
-        for variable in (HOOK_ENV, DRILLS_ENV):
+        for variable in (HOOK_ENV, DRILLS_ENV, WRITER_ENV):
             os.environ.pop(variable, None)
+        if spec.get("writer"):
+            os.environ[WRITER_ENV] = spec["writer"]
         if spec.get("drills"):
             os.environ |= {key: value for key, value in drill_env(**spec["drills"]).items() if key != "PYTHONPATH"}
         prefixed = dist.PrefixStore(f"run-{index}", store)
