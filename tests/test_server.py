@@ -222,13 +222,19 @@ def test_an_interval_schedule_fires_by_itself_on_the_external_dask_cluster(serve
     assert f"at {server.mlflow_url}" in logs
 
 
-def test_a_run_triggered_with_changed_parameters_logs_to_the_mlflow_server(server):
+def test_a_run_with_changed_parameters_logs_to_the_mlflow_server_and_takes_turns_with_another(server):
+    """Triggered with a changed recipe, beside a run of the recipe as deployed started at the same moment: the
+    deployment's concurrency limit (1) makes one wait its turn (the store is never written twice at once), and the
+    changed run is logged to the server's MLflow with its parameters."""
     from mlflow.tracking import MlflowClient
 
     recipe = server.deployments()["tick"]["parameters"]["recipe"]
     recipe["name"], recipe["mlflow"]["experiment"] = "triggered", "server-triggered"
     recipe["input"]["listing"]["limit"] = 2
-    run = _completed(server, server.run("tick", {"recipe": recipe}), 480)
+    changed, plain = server.run("tick", {"recipe": recipe}), server.run("tick")
+    run, other = _completed(server, changed, 480), _completed(server, plain, 480)
+    first, second = sorted((run, other), key=lambda found: found["start_time"])
+    assert first["end_time"] <= second["start_time"]
     client = MlflowClient(server.mlflow_url)
     experiment = client.get_experiment_by_name("server-triggered")
     (logged,) = client.search_runs([experiment.experiment_id])
@@ -275,14 +281,6 @@ def test_a_browser_finds_the_runs_artifacts_and_metrics_in_both_uis(server):
         browser.screenshot(shots / "mlflow-run-artifacts.png")
     finally:
         browser.close()
-
-
-def test_two_runs_of_one_recipe_at_once_take_turns(server):
-    """The concurrency limit (1) makes the second run wait its turn; the store is never written twice at once."""
-    first, second = server.run("tick"), server.run("tick")
-    runs = [_completed(server, run_id, 300) for run_id in (first, second)]
-    runs.sort(key=lambda run: run["start_time"])
-    assert runs[0]["end_time"] <= runs[1]["start_time"]
 
 
 def test_a_thousand_shards_complete_on_the_external_cluster(server):

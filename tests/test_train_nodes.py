@@ -14,7 +14,8 @@ import psutil
 import pytest
 import yaml
 
-from test_train import _config, _edit, _torchrun        # pytest puts tests/ on the path
+from test_train import _config, _edit                   # pytest puts tests/ on the path
+from torchrun_training import training_records
 from tracking.mlflow_writer import RUN_RECORD
 from training_drills import drill_env
 
@@ -57,7 +58,7 @@ def test_two_nodes_of_one_rank_train_like_one_node_with_two_ranks(byte_shards, t
 
     address, _ = trainer_cluster
     one_node = _edit(_config(tmp_path, byte_shards, "one-node"), steps=4, mlflow__enabled=False)
-    one_node = [r for r in _torchrun(one_node, hosted=False) if "loss" in r]
+    one_node = [r for r in training_records(one_node, 2) if "loss" in r]
     written_here, apply = [], mlflow_writer.apply
     monkeypatch.setattr(mlflow_writer, "apply", lambda lines: written_here.append(True) or apply(lines))
     config = _on_nodes(_edit(_config(tmp_path, byte_shards, "two-nodes"), steps=4), address)
