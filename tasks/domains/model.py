@@ -53,7 +53,15 @@ class DomainModel:
         return topics.astype(np.int32), distances.argmin(1).astype(np.int32)
 
 
-def fit_domains(texts: list[str], config: DomainsConfig) -> DomainModel:
+@dataclass
+class FittedDomains:
+    """The model, and what it makes of the sample it was fitted on (the cards read these)."""
+    model: DomainModel
+    topic_vectors: np.ndarray       # (sample, components), unit rows: `model.topic_vectors` of the sample
+    formats: np.ndarray             # (sample, format features), standardised by the model
+
+
+def fit_domains(texts: list[str], config: DomainsConfig) -> FittedDomains:
     """The model fitted on `texts` (the sample, in a fixed order)."""
     counts = word_vectorizer(config.hash_features).transform(texts).astype(np.float64)
     idf = np.log((1 + len(texts)) / (1 + np.bincount(counts.indices, minlength=counts.shape[1]))) + 1
@@ -64,16 +72,17 @@ def fit_domains(texts: list[str], config: DomainsConfig) -> DomainModel:
     topics = _by_size(_kmeans(vectors, config.topics, config.seed))
     formats = format_matrix(texts)
     mean, scale = formats.mean(0), formats.std(0) + 1e-9
-    format_centroids = _by_size(_kmeans((formats - mean) / scale, config.formats, config.seed))
-    return DomainModel(idf, svd.components_, _unit(topics), mean, scale, format_centroids)
+    standardised = (formats - mean) / scale
+    format_centroids = _by_size(_kmeans(standardised, config.formats, config.seed))
+    return FittedDomains(DomainModel(idf, svd.components_, _unit(topics), mean, scale, format_centroids), vectors,
+                         standardised)
 
 
-def cards(model: DomainModel, texts: list[str], rows: list[dict], config: DomainsConfig) -> dict:
+def cards(fitted: FittedDomains, texts: list[str], rows: list[dict], config: DomainsConfig) -> dict:
     """Per topic and format: its share of the sample, top terms (topics) or most distinctive statistics (formats),
     and the sample documents nearest its centre (id, url, beginning of the text)."""
-    vectors = model.topic_vectors(texts)
-    standardised = (format_matrix(texts) - model.format_mean) / model.format_scale
-    topic_scores = vectors @ model.topic_centroids.T
+    model, standardised = fitted.model, fitted.formats
+    topic_scores = fitted.topic_vectors @ model.topic_centroids.T
     format_distances = ((standardised[:, None, :] - model.format_centroids[None]) ** 2).sum(-1)
     terms = _term_names(texts, config.hash_features)
     weights = model.topic_centroids @ model.components

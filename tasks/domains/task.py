@@ -57,9 +57,9 @@ def fit_call(sample_urls: list[str], model_url: str, config: DomainsConfig) -> d
         table = pa.concat_tables([read_table(url) for url in sample_urls])
         table = table.take(pc.sort_indices(table, [("draw", "ascending"), ("id", "ascending")]))
         texts, rows = table.column("text").to_pylist(), table.select(["id", "url"]).to_pylist()
-        model = fit_domains(texts, config)
-        model.save(model_url)
-        return {"sample_documents": len(texts), "cards": cards(model, texts, rows, config),
+        fitted = fit_domains(texts, config)
+        fitted.model.save(model_url)
+        return {"sample_documents": len(texts), "cards": cards(fitted, texts, rows, config),
                 "seconds": round(time.perf_counter() - started, 3)}
     return run_once(model_url + ".json", fit)
 
