@@ -6,7 +6,7 @@ process, without Prefect, through `tasks.stage_run.run_in_process`.
 """
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable, Sequence
 
 from prefect import get_run_logger, task
@@ -19,6 +19,7 @@ from flows.reporting import publish_stage_report
 from flows.step_progress import StepProgress
 from flows.ui_writes import ui_writes_sent
 from storage.stage_result import StageResult
+from tasks.fan_out import in_background
 from tasks.stage import Stage
 from tasks.stage_run import step_results
 from tasks.stage_run import run_stage as run_stage_with
@@ -56,11 +57,14 @@ class PrefectSteps:
                                                          on_result)
 
     def call(self, function: Callable, *args, label: str, on_cluster: bool = False, **kwargs):
-        """A Prefect task run named `label`, retried once, in this process or, `on_cluster`, on the task runner. No
-        Prefect cache: a rerun resumes from the calls' own records, and some arguments (callbacks) cannot be
-        hashed."""
-        one = task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(function)
-        return one.submit(*args, **kwargs).result() if on_cluster else one(*args, **kwargs)
+        """A Prefect task run named `label`, retried once, its work done in this process or, `on_cluster`, as one
+        call on the stage's cluster (timed there, with the stage's other calls: it is the stage's work, not its
+        orchestration). No Prefect cache: a rerun resumes from the calls' own records, and some arguments
+        (callbacks) cannot be hashed."""
+        if on_cluster:
+            return task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(_cluster_call)(
+                partial(function, *args, **kwargs))
+        return task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(function)(*args, **kwargs)
 
 
 @task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)
@@ -69,6 +73,10 @@ def _step(function: Callable[..., dict], jobs: list, label: str, arguments: dict
     logger = get_run_logger()
     return step_results(function, jobs, arguments, job_sizes, on_result, logger,
                         StepProgress(label, len(jobs), logger).update)
+
+
+def _cluster_call(work: Callable):
+    return in_background(work)()
 
 
 def _dask_calls() -> DaskCalls | None:

@@ -83,7 +83,8 @@ class Steps(Protocol):
 
     def call(self, function: Callable, *args, label: str, on_cluster: bool = False, **kwargs):
         """One call that is a step of its own (a clustering, a mixture plan): in this process (its passes fan out to
-        the cluster themselves) or, `on_cluster`, on the cluster; on Prefect, retried once on an error."""
+        the cluster themselves) or, `on_cluster`, as one call on the cluster, counted with the stage's calls (a
+        model fit); on Prefect, retried once on an error."""
 
 
 class Stage(Protocol):

@@ -39,7 +39,8 @@ class DomainStage:
         steps.map(sample_shard_task, jobs, "domains sample", share=config.sample_documents / max(1, documents),
                   seed=config.seed)
         model_url = stage.path(MODEL_FILE)
-        fitted = steps.call(fit_call, [job.sample_url for job in jobs], model_url, config, label="domains-fit")
+        fitted = steps.call(fit_call, [job.sample_url for job in jobs], model_url, config, label="domains-fit",
+                            on_cluster=True)
         results = steps.map(assign_shard_task, jobs, "domains assign", model_url=model_url)
         remove_folder(stage.path("work"))
         return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
