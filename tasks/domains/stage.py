@@ -11,7 +11,6 @@ from configs.schema import Recipe
 from storage.fs import remove_folder
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
 from tasks.domains.cards import cards_markdown, cards_tables
-from tasks.domains.task import DomainJob, assign_shard_task, fit_call, sample_shard_task
 from tasks.stage import StageContext, StageOutput, StageSpec, Steps, shard_entry, summed_stats
 from tasks.stage_report import StageReport
 
@@ -30,6 +29,10 @@ class DomainStage:
                          parents=[parent_of(self.parent)], code_root=__name__)
 
     def produce(self, stage: StageContext, steps: Steps) -> StageOutput:
+        # here, not at import: the task module brings scikit-learn (~2 s), which a run that finds this stage in the
+        # store never needs (the code version reads the imports from the source either way)
+        from tasks.domains.task import DomainJob, assign_shard_task, fit_call, sample_shard_task
+
         config = self.recipe.domains
         jobs = [DomainJob(url, stage.path("work", "sample", os.path.basename(url)),
                           stage.path("shards", os.path.basename(url))) for url in stage_shard_urls(self.parent)]
