@@ -61,10 +61,10 @@ class PrefectSteps:
         call on the stage's cluster (timed there, with the stage's other calls: it is the stage's work, not its
         orchestration). No Prefect cache: a rerun resumes from the calls' own records, and some arguments
         (callbacks) cannot be hashed."""
+        as_task = task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)
         if on_cluster:
-            return task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(_cluster_call)(
-                partial(function, *args, **kwargs))
-        return task(name=label, retries=1, retry_delay_seconds=2, cache_policy=NO_CACHE)(function)(*args, **kwargs)
+            return as_task(_cluster_call)(partial(function, *args, **kwargs))
+        return as_task(function)(*args, **kwargs)
 
 
 @task(name="stage-step", cache_policy=NO_CACHE, persist_result=False)

@@ -85,7 +85,7 @@ def _sources_state(modules: tuple[str, ...], root: Path) -> tuple:
     if None in files:
         return ()                          # a module is gone: never equal to a traced state
     paths = sorted({root, *files, *(path.parent for path in files)}, key=str)
-    return tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths)
+    return tuple((str(path), stat.st_mtime_ns, stat.st_size) for path, stat in ((path, path.stat()) for path in paths))
 
 
 def _trace(roots: tuple[str, ...], root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
