@@ -79,7 +79,8 @@ class ExtractConfig(StrictModel):
 class DaskConfig(StrictModel):
     address: str | None = Field(None, description="tcp://host:port of an existing scheduler, or tls://host:port (its "
                                                   "certificates from Dask's configuration: docs/operations.md, "
-                                                  "'Multi-host mode'); None starts a LocalCluster")
+                                                  "'Multi-host mode'); None starts a LocalCluster when a stage "
+                                                  "first needs it")
     n_workers: int | None = Field(None, gt=0, description="LocalCluster worker processes; None = number of cores")
     threads_per_worker: int = Field(1, gt=0)
 

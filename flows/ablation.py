@@ -76,10 +76,10 @@ def _ablation(ablation: AblationConfig, parent_run_id: str | None) -> dict:
     looks = ablation.seed_looks()
     with mlflow.start_run(run_id=parent_id):
         for look, seeds in enumerate(looks, start=1):
-            with dask_cluster(anchor.dask) as address:
-                logger.info("ablation %s: %d variants x %d seeds (look %d of at most %d), %s tokens each; Dask %s; "
-                            "MLflow run %s", ablation.name, len(recipes), len(seeds), look, len(looks),
-                            f"{ablation.tokens:,}", address, parent_id)
+            with dask_cluster(anchor.dask):
+                logger.info("ablation %s: %d variants x %d seeds (look %d of at most %d), %s tokens each; MLflow run "
+                            "%s", ablation.name, len(recipes), len(seeds), look, len(looks), f"{ablation.tokens:,}",
+                            parent_id)
                 data = prepare_data(ablation, seeds, recipes, anchor, ablation.train.hardware.data_parallel, seq_len,
                                     parent_id)
             for variant in recipes:            # after the Dask cluster is gone: the ranks get the cores

@@ -292,7 +292,8 @@ def _run(recipe) -> int:
         print(f"    MLflow run:      {training['mlflow_run_id']}")
         if training.get("model_uri"):
             print(f"    model:           {training['model_uri']} (`sluice sample {training['model_uri']} \"The\"`)")
-    print(f"  Dask scheduler {result['dask_scheduler']} ran the stages")
+    print(f"  Dask scheduler {result['dask_scheduler']} ran the stages" if result["dask_scheduler"] else
+          "  Dask:            no cluster started (every stage was in the store)")
     print(f"  MLflow run:      {result['mlflow_run_id']} (experiment {result['experiment']!r}, "
           f"tracking {result['mlflow_tracking_uri']})")
     print(f"  browse it:       {result.get('mlflow_run_page') or 'mlflow ui --backend-store-uri ' + result['mlflow_tracking_uri']}")

@@ -35,8 +35,9 @@ def _curation(recipe: Recipe) -> dict:
     opening = BackgroundRun(lambda: _open_run(recipe))      # the first stage starts meanwhile (flows.tracking_run)
     try:
         preflight(recipe, recipe.name)      # a run started from the UI or from Python is checked here first
-        with pending(opening), dask_cluster(recipe.dask) as address:
-            logger.info("Dask scheduler %s; MLflow at %s", address, tracking)
+        with pending(opening), dask_cluster(recipe.dask) as cluster:
+            logger.info("Dask scheduler %s; MLflow at %s",
+                        recipe.dask.address or "of a LocalCluster started at the first stage to run", tracking)
             stages = _data_stages(recipe)
             opening.activate()                                 # also when no stage logged
         import mlflow      # only now: importing it here earlier would wait for the thread's import (flows.tracking_run)
@@ -59,7 +60,7 @@ def _curation(recipe: Recipe) -> dict:
     mlflow.end_run()
     return {"recipe": recipe.name, "store": recipe.store, "mlflow_run_id": run.info.run_id,
             "mlflow_tracking_uri": tracking, "experiment": recipe.mlflow.experiment, "stages": stages,
-            "dask_scheduler": address,
+            "dask_scheduler": cluster.started,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, run.info.run_id),
             "training": training}
 

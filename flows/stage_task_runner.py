@@ -3,25 +3,42 @@ block the stage runs in, found when its flow run starts.
 
 Declared once on the flow, a stage is called as it is: `with_options(task_runner=...)` per call rebuilt the flow
 and its parameter schema from the recipe's pydantic model, ~0.33 s per stage on 2 cores (a mixture search calls
-about sixty). The Dask client itself is made when the stage first sends a call (prefect_dask's is lazy), so a stage
-found in the store costs no connection."""
+about sixty). The Dask client is made when the stage first sends a call (prefect_dask's is lazy), and the block's
+LocalCluster started then, so a stage found in the store costs no connection and a run found whole no cluster."""
 from __future__ import annotations
 
 from prefect_dask import DaskTaskRunner
 
-from flows.dask_cluster import current_scheduler
+from flows.dask_cluster import RunCluster, current_cluster
 
 
 class PipelineCluster(DaskTaskRunner):
     def duplicate(self) -> DaskTaskRunner:
-        """What the flow run uses: a runner on the enclosing block's scheduler (Prefect duplicates the declared
+        """What the flow run uses: a runner on the enclosing block's cluster (Prefect duplicates the declared
         runner for every run, and again on a Dask worker for the context of a task sent there, where it finds
         that worker's cluster)."""
-        address = current_scheduler()
-        if address is None and not _on_a_dask_worker():
+        cluster = current_cluster()
+        if cluster is None and not _on_a_dask_worker():
             raise RuntimeError("a stage flow runs inside flows.dask_cluster.dask_cluster(...), which gives it its "
                                "Dask cluster")
-        return DaskTaskRunner(address=address)
+        return _OnTheBlocksCluster(cluster)
+
+
+class _OnTheBlocksCluster(DaskTaskRunner):
+    """A runner whose scheduler address is asked of the block's cluster when its client is first made."""
+
+    def __init__(self, cluster: RunCluster | None):
+        super().__init__(address=cluster.started if cluster else None)
+        self._block_cluster = cluster
+
+    @property
+    def client(self):
+        if self._client is None and self.address is None and self._block_cluster is not None:
+            self.address = self._block_cluster.address
+        return DaskTaskRunner.client.fget(self)
+
+    def duplicate(self) -> DaskTaskRunner:
+        return _OnTheBlocksCluster(self._block_cluster)
 
 
 def _on_a_dask_worker() -> bool:

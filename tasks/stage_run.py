@@ -51,16 +51,17 @@ def run_stage(stage: Stage, store_url: str, steps: Steps) -> StageRun:
                         StageReport.load(StageReport.folder_of(stage_dir)))
 
     context = StageContext(spec, stage_dir)
+    cluster = steps.cluster     # connected first (a run's LocalCluster starts here): start-up, not the stage's time
     started = time.perf_counter()
     try:
-        with calls_on(steps.cluster) as calls:
+        with calls_on(cluster) as calls:
             output = stage.produce(context, steps)
     except Exception as error:
         error.add_note(f"(in stage {spec.name})")
         raise
     wall = round(time.perf_counter() - started, 3)
     call_seconds, longest = round(calls.seconds, 3), round(calls.longest, 3)
-    slots = steps.cluster.threads() if steps.cluster is not None else None
+    slots = cluster.threads() if cluster is not None else None
     # the shares are computed from the rounded figures the stats hold, so a reader can recompute them from them
     stats = output.stats.to_dict() | {"call_seconds": call_seconds, "longest_call_seconds": longest} | (
         {"task_slots": slots, "orchestration_share": orchestration_share(wall, call_seconds, slots),

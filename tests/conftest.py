@@ -109,8 +109,8 @@ def dask_address() -> str:
     from flows.dask_cluster import dask_cluster
 
     flow(_nothing, name="start-the-session-api")()    # the session's Prefect API is up: its URL goes to the workers
-    with dask_cluster(DaskConfig(n_workers=2)) as address:
-        yield address
+    with dask_cluster(DaskConfig(n_workers=2)) as cluster:
+        yield cluster.address
 
 
 def _nothing() -> None:

@@ -42,6 +42,7 @@ def test_sluice_run_starts_and_stops_its_own_temporary_prefect_server(data_dir, 
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "recipe cli-cold:" in done.stdout and "extract: 1 documents" in done.stdout, done.stdout
+    assert "Dask scheduler tcp://127.0.0.1:" in done.stdout       # its own LocalCluster, started for the extraction
     with sqlite3.connect(prefect_home / "prefect.db") as database:
         (task_runs,) = database.execute("SELECT count(*) FROM task_run WHERE state_type = 'COMPLETED'").fetchone()
     assert task_runs >= 1

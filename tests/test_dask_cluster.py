@@ -1,5 +1,6 @@
-"""The pipeline's LocalCluster: a call never waits behind a long one on a busy worker while another worker is free,
-and the workers come up with the libraries the stages' calls and charts import."""
+"""The pipeline's LocalCluster: started when a stage first needs it, a call never waits behind a long one on a busy
+worker while another worker is free, and the workers come up with the libraries the stages' calls and charts
+import."""
 from __future__ import annotations
 
 import os
@@ -50,3 +51,25 @@ def test_dask_worker_processes_get_the_same_nanny_environment():
     out = subprocess.run([sys.executable, "-c", code], env=os.environ | WORKER_CONFIG_ENV, capture_output=True,
                          text=True, check=True).stdout
     assert "'MALLOC_TRIM_THRESHOLD_': None" in out and "OMP_NUM_THREADS" in out    # None: the nanny leaves it unset
+
+
+def test_a_run_whose_stages_are_all_in_the_store_starts_no_localcluster(data_dir, tmp_path):
+    """The cluster block starts nothing until a stage sends a call (test_cli_run's cold run is one that does): with
+    the extraction already in the store (made in this process), the run completes without a cluster."""
+    from configs.schema import DaskConfig, parse_recipe
+    from flows.curation import curation_flow
+    from flows.dask_cluster import dask_cluster
+    from tasks.extract.stage import ExtractStage
+    from tasks.stage_run import run_in_process
+
+    with dask_cluster(DaskConfig(n_workers=1)) as cluster:
+        assert cluster.started is None
+    page = data_dir / "warc" / "commoncrawl" / "whirlwind-python" / "whirlwind.warc.gz"
+    recipe = parse_recipe({"name": "lazy-cluster", "store": str(tmp_path / "store"),
+                           "input": {"paths": [str(page)], "source": "lazy-test"}, "dask": {"n_workers": 1},
+                           "dedup": {"enabled": False}, "quality": {"enabled": False}, "domains": {"enabled": False},
+                           "tokenizer": {"enabled": False}, "mlflow": {"experiment": "lazy-cluster"}})
+    made = run_in_process(ExtractStage(recipe), recipe.store)
+    run = curation_flow(recipe)
+    assert run["dask_scheduler"] is None
+    assert run["stages"]["extract"]["cached"] and run["stages"]["extract"]["digest"] == made["digest"]

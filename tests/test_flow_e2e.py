@@ -321,9 +321,9 @@ def test_a_killed_worker_costs_a_retry_not_the_run(first_run, recipe, tmp_path):
         kill_a_busy_worker(client)
         kill_a_busy_worker(client, clustering_started)
 
-    with dask_cluster(DaskConfig(n_workers=2)) as address, Client(address) as client:
+    with dask_cluster(DaskConfig(n_workers=2)) as cluster, Client(cluster.address) as client:
         threading.Thread(target=kill_twice, args=(client,), daemon=True).start()
-        raw = _untrained(recipe).model_dump() | {"store": str(store), "dask": {"address": address}}
+        raw = _untrained(recipe).model_dump() | {"store": str(store), "dask": {"address": cluster.address}}
         for section in ("quality", "domains", "tokenizer", "mixture"):
             raw[section]["enabled"] = False
         stages = curation_flow(parse_recipe(raw))["stages"]

@@ -13,8 +13,8 @@ from configs.schema import DaskConfig
 from flows.dask_cluster import dask_cluster
 
 def start():
-    with dask_cluster(DaskConfig(n_workers=1)) as address:
-        print("started", address)
+    with dask_cluster(DaskConfig(n_workers=1)) as cluster:
+        print("started", cluster.address)
 """
 
 
