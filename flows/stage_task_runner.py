@@ -28,12 +28,12 @@ class _OnTheBlocksCluster(DaskTaskRunner):
     """A runner whose scheduler address is asked of the block's cluster when its client is first made."""
 
     def __init__(self, cluster: RunCluster | None):
-        super().__init__(address=cluster.started if cluster else None)
-        self._block_cluster = cluster
+        super().__init__()
+        self._block_cluster = cluster       # None on a Dask worker: prefect_dask finds the worker's own client
 
     @property
     def client(self):
-        if self._client is None and self.address is None and self._block_cluster is not None:
+        if self._client is None and self._block_cluster is not None:
             self.address = self._block_cluster.address
         return DaskTaskRunner.client.fget(self)
 
