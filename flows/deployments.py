@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,11 +96,25 @@ def runner_deployment(spec: DeploymentSpec):
                               **schedule)
 
 
+def wait_for_api(timeout_s: float = 180.0, poll_s: float = 0.5) -> None:
+    """Until the Prefect API answers: `sluice server` starts this process beside the services, so that its imports
+    overlap their start-ups."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout_s
+    with get_client(sync_client=True) as client:
+        while (problem := client.api_healthcheck()) is not None:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the Prefect API did not answer within {timeout_s:.0f} s: {problem}")
+            time.sleep(poll_s)
+
+
 def main(argv: list[str] | None = None) -> int:
     from prefect import serve
 
     (path,) = argv if argv is not None else sys.argv[1:]
     deployments = [runner_deployment(spec) for spec in load_deployments(path).deployments]
+    wait_for_api()
     serve(*deployments, print_starting_message=True)
     return 0
 
