@@ -24,6 +24,20 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+from prefect_database import MigratedPrefectDatabase  # noqa: E402  (tests/ is on the path; after the settings above)
+
+_PREFECT_DATABASE = MigratedPrefectDatabase(_STATE / "prefect-template")
+
+
+def pytest_sessionstart(session):
+    _PREFECT_DATABASE.start()
+
+
+@pytest.fixture(scope="session")
+def prefect_database() -> MigratedPrefectDatabase:
+    """A migrated Prefect database for the tests that start a Prefect server of their own: `copy_to(PREFECT_HOME)`."""
+    return _PREFECT_DATABASE
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
@@ -145,6 +159,8 @@ def pytest_sessionfinish(session, exitstatus):
     """Stop the temporary Prefect servers the flows started while pytest's output streams are still open: left to
     Prefect's atexit hook, the server logs its 'Stopping temporary server' line to a stream pytest has closed."""
     import sys
+
+    _PREFECT_DATABASE.stop()
 
     if "prefect.server.api.server" in sys.modules:
         from prefect.events.worker import EventsWorker

@@ -111,7 +111,7 @@ def test_the_compose_override_sets_what_sluice_server_sets():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, data_dir):
+def cluster(tmp_path_factory, data_dir, prefect_database):
     """`sluice server --multi-host` on loopback with one Dask worker, the credentials and certificates of a fresh
     `sluice secrets` folder; and another cluster's, for a certificate this one must refuse."""
     base = tmp_path_factory.mktemp("multi-host")
@@ -120,6 +120,7 @@ def cluster(tmp_path_factory, data_dir):
     credentials = _loaded(base / "secrets" / CREDENTIALS)
     ports = {name: free_port() for name in ("prefect", "mlflow", "dask", "dashboard")}
     env = os.environ | credentials | {"SLUICE_STATE_DIR": str(base / "state"), "PYTHONPATH": str(ROOT)}
+    prefect_database.copy_to(base / "state" / "server" / "prefect")      # migrated: where `sluice server` keeps it
     output = open(base / "server.out", "w+")
     process = subprocess.Popen(
         [sys.executable, "-m", "flows.cli", "server", "--multi-host", "--host", "127.0.0.1", "--certs",

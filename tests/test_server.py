@@ -92,7 +92,7 @@ def setup(tmp_path_factory, data_dir, byte_shards, demo_recipe, traced_demo_run)
 class Server:
     """The `sluice server` process and a client for the Prefect REST API it serves."""
 
-    def __init__(self, setup: dict):
+    def __init__(self, setup: dict, prefect_database):
         self.ports = dict(zip(["prefect", "mlflow", "dask", "dashboard"], _free_ports(4)))
         self.state = setup["base"] / "state"
         self.args = ["--prefect-port", str(self.ports["prefect"]), "--mlflow-port", str(self.ports["mlflow"]),
@@ -103,6 +103,7 @@ class Server:
                                  # held back by the concurrency limit before it asks again
                                  "PREFECT_RUNNER_POLL_FREQUENCY": "2",
                                  "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "4"}
+        prefect_database.copy_to(self.state / "server" / "prefect")     # migrated: where `sluice server` keeps it
         self.output = open(setup["base"] / "server.out", "w+")
         self.process = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", *self.args], cwd=ROOT,
                                         env=self.env, stdout=self.output, stderr=subprocess.STDOUT)
@@ -166,8 +167,8 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(setup):
-    server = Server(setup)
+def server(setup, prefect_database):
+    server = Server(setup, prefect_database)
     try:
         server.wait_up()
         yield server
