@@ -25,7 +25,8 @@ import os
 import sys
 import textwrap
 import timeit
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -39,7 +40,7 @@ from resiliparse.parse.html import HTMLTree
 from configs.html import HtmlTextConfig
 from dev.boilerplate_classifier import fit, holds_snippet, module_header
 from dev.gold_pages import Page, load_trafilatura_eval, normalise, score
-from dev.wcxb import has_gold, load_wcxb, site_of, tokens, train_pages, word_f1
+from dev.wcxb import has_gold, load_wcxb, overlap_f1, site_of, tokens, train_pages, word_f1
 from storage.locations import shared_data_dir
 from tasks.extract.block_selector import forest, probabilities
 from tasks.extract.html_text import main_content_blocks, selector_candidates
@@ -174,14 +175,17 @@ def linear_predictor(features: np.ndarray, labels: np.ndarray, weights: np.ndarr
     return lambda rows: 1.0 / (1.0 + np.exp(-(bias + rows @ coefficients)))
 
 
-def texts_at(pages: list[CandidatePage], predict: Predictor, threshold: float) -> list[str]:
-    texts = []
+def texts_at(pages: list[CandidatePage], predict: Predictor, thresholds: Iterable[float]) -> dict[float, list[str]]:
+    """Each page's text at each threshold: the blocks whose probability is above it (each page predicted once)."""
+    texts: dict[float, list[str]] = {threshold: [] for threshold in thresholds}
     for page in pages:
-        if page.blocks is None:
-            texts.append(page.default_text)
-            continue
-        kept = predict(page.features) > threshold
-        texts.append("\n".join(block.text for block, keep in zip(page.blocks, kept) if keep))
+        probability = None if page.blocks is None else predict(page.features)
+        for threshold, found in texts.items():
+            if probability is None:
+                found.append(page.default_text)
+            else:
+                found.append("\n".join(block.text for block, keep in zip(page.blocks, probability > threshold)
+                                        if keep))
     return texts
 
 
@@ -202,10 +206,16 @@ def cross_validated_scores(wcxb: list[CandidatePage], trafilatura: list[Candidat
 def tested_fold_scores(training: tuple[np.ndarray, ...], tested: list[CandidatePage],
                        train: Callable[..., Predictor]) -> dict[float, list[tuple[str, float]]]:
     """(page type, WCXB word F1) of each tested page, per threshold, under the model `train` fits on `training`."""
-    predict = train(*training)
-    return {threshold: [(page.page.page_type, word_f1(text, page.page.main_content))
-                        for page, text in zip(tested, texts_at(tested, predict, threshold))]
-            for threshold in THRESHOLDS}
+    texts = texts_at(tested, train(*training), THRESHOLDS)
+    scores: dict[float, list[tuple[str, float]]] = {threshold: [] for threshold in THRESHOLDS}
+    for index, page in enumerate(tested):
+        wanted, f1_of = Counter(tokens(page.page.main_content)), {}   # neighbouring thresholds often keep the same text
+        for threshold in THRESHOLDS:
+            text = texts[threshold][index]
+            if text not in f1_of:
+                f1_of[text] = overlap_f1(Counter(tokens(text)), wanted)
+            scores[threshold].append((page.page.page_type, f1_of[text]))
+    return scores
 
 
 def cross_validated_f1(wcxb: list[CandidatePage], trafilatura: list[CandidatePage],
@@ -219,8 +229,8 @@ def chosen_threshold(cv_f1: dict[float, float], predict: Predictor, trafilatura:
     pages = [page.page for page in trafilatura]
     today = score(pages, [page.default_text for page in trafilatura])
     allowed = []
-    for threshold in THRESHOLDS:
-        figures = score(pages, texts_at(trafilatura, predict, threshold))
+    for threshold, texts in texts_at(trafilatura, predict, THRESHOLDS).items():
+        figures = score(pages, texts)
         print(f"threshold {threshold}: WCXB cross-validated F1 {cv_f1[threshold]:.4f}, trafilatura_eval even "
               f"recall {figures['recall']:.4f} leak {figures['leak']:.4f} (default {today['recall']:.4f} "
               f"{today['leak']:.4f})")

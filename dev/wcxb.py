@@ -67,7 +67,11 @@ def tokens(text: str) -> list[str]:
 def word_f1(extracted: str, gold: str) -> float:
     """WCXB's word F1: the harmonic mean of the shares of `extracted`'s and `gold`'s word tokens (as multisets) in
     their overlap. A gold without tokens scores 1.0 against an empty extraction and 0.0 otherwise (as theirs)."""
-    found, wanted = Counter(tokens(extracted)), Counter(tokens(gold))
+    return overlap_f1(Counter(tokens(extracted)), Counter(tokens(gold)))
+
+
+def overlap_f1(found: Counter, wanted: Counter) -> float:
+    """word_f1 of the extracted text's and the gold's token counts (a gold counted once, scored many times)."""
     if not wanted or not found:
         return float(not wanted and not found)
     overlap = sum((found & wanted).values())

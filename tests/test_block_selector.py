@@ -99,6 +99,7 @@ def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
     kept = {name: probabilities(model, rows) > cut for name, (model, cut) in models.items()}
     assert (kept["committed"] == kept["retrained"]).mean() >= 0.99
     f1 = {name: np.mean([word_f1(text, page.page.main_content) for page, text in
-                         zip(wcxb, texts_at(wcxb, lambda features, model=model: probabilities(model, features), cut))])
+                         zip(wcxb, texts_at(wcxb, lambda features, model=model: probabilities(model, features),
+                                            [cut])[cut])])
           for name, (model, cut) in models.items()}
     assert abs(f1["committed"] - f1["retrained"]) <= 0.002
