@@ -113,15 +113,18 @@ def logged_model(split_pages, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def dask_address() -> str:
+def dask_address(prefect_database) -> str:
     """One Dask LocalCluster (2 workers) for the end-to-end runs that leave their cluster alone: a recipe's own
     cluster costs ~7 s to start and stop, and the suite runs about ten. The test that kills workers and the
-    `sluice run` test start their own, as a recipe without `dask.address` does."""
+    `sluice run` test start their own, as a recipe without `dask.address` does. The session's Prefect API starts
+    here, on the migrated database unless a test before started it."""
     from prefect import flow
 
     from configs.schema import DaskConfig
     from flows.dask_cluster import dask_cluster
 
+    if not (_STATE / "prefect" / "prefect.db").exists():
+        prefect_database.copy_to(_STATE / "prefect")
     flow(_nothing, name="start-the-session-api")()    # the session's Prefect API is up: its URL goes to the workers
     with dask_cluster(DaskConfig(n_workers=2)) as cluster:
         yield cluster.address
