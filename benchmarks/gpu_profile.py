@@ -25,9 +25,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.model import PRESETS, Transformer, parameter_count  # noqa: E402
+from training.model import Transformer  # noqa: E402
 from training.parallel import init_distributed, shard_model  # noqa: E402
 from training.plan import PEAK_FLOPS  # noqa: E402
+from training.shapes import PRESETS, parameter_count  # noqa: E402
 
 SIZES = {"cuda": {"preset": "124M", "micro_batch": 64, "compile": True},
          "cpu": {"preset": "tiny", "micro_batch": 4, "compile": False}}

@@ -74,7 +74,7 @@ def coordinate_check() -> dict:
     from dataclasses import replace
 
     from training.coord_check import coord_check_png, coordinate_sizes, width_slopes
-    from training.model import PRESETS
+    from training.shapes import PRESETS
 
     base = replace(PRESETS["tiny"], vocab_size=256, seq_len=32)
     sizes = {name: coordinate_sizes(replace(base, parametrization=name, base_width=COORD_WIDTHS[0]), COORD_WIDTHS)

@@ -17,7 +17,8 @@ import torch
 
 from training.checkpoint import checkpoint_step
 from training.consolidated import checkpoint_model_config, consolidated_weights
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 WEIGHTS_FILE = "weights.pt"
 CONFIG_FILE = "model_config.json"

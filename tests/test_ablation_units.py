@@ -22,7 +22,8 @@ from tasks.evaluation.ngrams import NgramSet, ngram_hashes
 from tasks.evaluation.suite import build_suite, read_suite
 from tasks.quality.reference import without_heldout
 from training.exact_bpb import SuiteTokens, bits_per_byte_by_domain, model_window_nll, suite_nll
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 SPEECH = "reference/speeches_nltk/inaugural/2005-Bush.txt"
 

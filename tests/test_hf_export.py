@@ -17,7 +17,8 @@ from tiny_models import TINY, one_thread, train_sentencepiece    # tests/tiny_mo
 from configs.tokenizer import TokenizerConfig
 from tasks.tokenize.hf_tokenizer import TokenizerNotConvertible, save_hf_tokenizer
 from training.hf_export import MAPPED_SETTINGS, SpecialTokenIds, save_qwen3
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 # what SentencePiece's settings do to whitespace, width and case, spelled special pieces, unseen characters
 EDGE_CASES = ["", " ", "  leading, inner   and trailing  ", "tab\tand\nnewline", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３",

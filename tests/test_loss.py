@@ -8,7 +8,8 @@ import torch
 
 import training.loss as loss_module
 from training.loss import linear_cross_entropy, loss_function
-from training.model import PRESETS, Transformer
+from training.model import Transformer
+from training.shapes import PRESETS
 
 VOCAB, WIDTH = 97, 16
 

@@ -10,9 +10,10 @@ import torch
 
 from configs.training import OptimizerSpec, TrainingConfig
 from training.coord_check import coordinate_sizes, width_slopes
-from training.model import PRESETS, ModelConfig, Transformer
+from training.model import Transformer
 from training.optim import build_optimizer, set_learning_rate
 from training.plan import model_config
+from training.shapes import PRESETS, ModelConfig
 
 BASE = replace(PRESETS["tiny"], vocab_size=256, seq_len=32, n_layers=2, n_heads=4, d_model=32)
 WIDTHS = [32, 64, 128, 256]

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from configs.training import TrainingConfig, load_training_config
-from training.model import PRESETS, Transformer, parameter_count
+from training.model import Transformer
 from training.plan import PlanRefused, check_fits, layer_bytes_per_element, plan
+from training.shapes import PRESETS, parameter_count
 
 
 @pytest.mark.parametrize("preset", ["tiny", "124M"])

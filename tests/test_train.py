@@ -297,7 +297,8 @@ def test_data_shorter_than_one_update_and_ids_outside_the_vocabulary_are_refused
 def test_a_sequence_longer_than_the_model_is_an_error():
     import torch
 
-    from training.model import PRESETS, Transformer
+    from training.model import Transformer
+    from training.shapes import PRESETS
 
     model = Transformer(PRESETS["tiny"])
     assert model(torch.zeros(1, 64, dtype=torch.long)).shape == (1, 64, 512)

@@ -20,7 +20,8 @@ from dev.gold_pages import decode
 from tasks.extract.html_text import html_to_text
 from tasks.tokenize.train import train_tokenizer
 from training.checkpoint import save_checkpoint
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 TINY = dict(seq_len=64, n_layers=2, d_model=64, n_heads=4, ffn_multiple=32)
 TRAINING_STEPS = 150

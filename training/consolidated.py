@@ -9,7 +9,8 @@ import warnings
 import torch
 
 from training.checkpoint import COMPLETE
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 
 def checkpoint_model_config(checkpoint: str) -> ModelConfig:

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from configs.training import OptimizerSpec
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
 from training.optim import build_optimizer
+from training.shapes import ModelConfig
 
 
 def _recorded_layers(model: Transformer) -> dict[str, torch.nn.Module]:

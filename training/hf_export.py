@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
+from training.shapes import ModelConfig
 
 ARCHITECTURE = "Qwen3ForCausalLM"
 WEIGHTS_FILE = "model.safetensors"

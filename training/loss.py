@@ -14,7 +14,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-CHUNK_ELEMENTS = 2 ** 28        # logits per chunk: 1 GiB in fp32
+from training.shapes import CHUNK_ELEMENTS
 
 
 def loss_function(logits: torch.Tensor, targets: torch.Tensor, z_loss: float) -> tuple[torch.Tensor, torch.Tensor]:

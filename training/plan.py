@@ -39,9 +39,8 @@ import psutil
 
 from configs.training import HardwareSpec, TrainingConfig
 from training.batch_ramp import BatchRamp
-from training.loss import CHUNK_ELEMENTS
-from training.model import ModelConfig, parameter_count
 from training.scaling_law import CHINCHILLA, ScalingLaw
+from training.shapes import CHUNK_ELEMENTS, ModelConfig, parameter_count
 from training.sizing import size_for_lifetime
 
 # Dense peak FLOP/s per device and dtype (vendor data sheets); CPU has no entry: tokens/s only.

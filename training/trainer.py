@@ -28,12 +28,13 @@ from training.evaluate import bits_per_byte, model_loss, sample_continuations, v
 from training.exact_bpb import bits_per_byte_by_domain, load_suite, model_window_nll, suite_nll
 from training.loss_scale import LossScale
 from training.lr_schedule import learning_rate
-from training.model import ModelConfig, Transformer
+from training.model import Transformer
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, set_learning_rate
 from training.parallel import Distributed, all_reduce_mean, clip_gradients, shard_model
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
+from training.shapes import ModelConfig
 from training.spikes import SpikeDetector
 from training.step_timer import StepTimer
 from training.tensor_parallel import loss_context, parallelize
