@@ -32,9 +32,13 @@ def gopher_quality(text: str, words: list[str], lang: str | None) -> dict:
         "gopher_ellipsis_ratio": (text.count("...") + text.count("…")) / n_words,
         "gopher_bullet_lines_ratio": sum(line.lstrip().startswith(("•", "-")) for line in lines) / len(lines),
         "gopher_ellipsis_lines_ratio": sum(line.rstrip().endswith(("...", "…")) for line in lines) / len(lines),
-        "gopher_alpha_words_ratio": sum(any(char.isalpha() for char in word) for word in words) / n_words,
+        "gopher_alpha_words_ratio": sum(_has_letter(word) for word in words) / n_words,
         "gopher_stop_words": len(stop_words.intersection(words)) if stop_words is not None else None,
     }
+
+
+def _has_letter(word: str) -> bool:
+    return word[:1].isalpha() or any(char.isalpha() for char in word)     # most words start with one
 
 
 def gopher_repetition(text: str, words: list[str]) -> dict:
@@ -101,21 +105,23 @@ def _top_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int) -> int:
 
 def _duplicated_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int) -> int:
     """Characters of n-grams that repeat an earlier one, scanning left to right and jumping over each repeat
-    (so overlapping repeats are not counted twice); characters exclude spaces."""
+    (so overlapping repeats are not counted twice); characters exclude spaces. Only the positions of n-grams that
+    occur more than once are visited: the others are never a repeat and never make one."""
     if len(ids) < n:
         return 0
-    hashes = _ngram_hashes(ids, n)
-    if len(np.unique(hashes)) == len(hashes):
+    _, group, counts = np.unique(_ngram_hashes(ids, n), return_inverse=True, return_counts=True)
+    repeatable = np.flatnonzero(counts[group] > 1)
+    if not len(repeatable):
         return 0
-    starts = np.concatenate(([0], np.cumsum(word_chars)))
+    starts = np.concatenate(([0], np.cumsum(word_chars))).tolist()
     seen: set[int] = set()
-    repeated = index = 0
-    values = hashes.tolist()
-    while index < len(values):
-        if values[index] in seen:
-            repeated += int(starts[index + n] - starts[index])
-            index += n
+    repeated = resume_at = 0
+    for position, ngram in zip(repeatable.tolist(), group[repeatable].tolist()):
+        if position < resume_at:                # inside a repeat already counted
+            continue
+        if ngram in seen:
+            repeated += starts[position + n] - starts[position]
+            resume_at = position + n
         else:
-            seen.add(values[index])
-            index += 1
+            seen.add(ngram)
     return repeated

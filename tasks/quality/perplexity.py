@@ -35,7 +35,8 @@ class ModelFileError(RuntimeError):
 def normalize_line(line: str) -> str:
     """CCNet's normalization: lower case, accents stripped, digits to 0, ASCII punctuation, single spaces."""
     line = unicodedata.normalize("NFD", line.strip().lower())
-    line = "".join(char for char in line if unicodedata.category(char) != "Mn")
+    if not line.isascii():          # ASCII holds no combining mark
+        line = "".join(char for char in line if unicodedata.category(char) != "Mn")
     line = _DIGIT.sub("0", line.translate(_UNICODE_PUNCTUATION))
     return _SPACES.sub(" ", line).strip()
 

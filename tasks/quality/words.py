@@ -94,4 +94,6 @@ def ends_in_sentence_terminal(line: str) -> bool:
 
 def punctuation_only(word: str) -> bool:
     """A word made only of punctuation or symbols (no letter, digit or other character)."""
+    if word[:1].isalnum():          # most words: settled by their first character
+        return False
     return all(not char.isalnum() and not char.isspace() and char != "_" for char in word)
