@@ -179,13 +179,13 @@ def texts_at(pages: list[CandidatePage], predict: Predictor, thresholds: Iterabl
     """Each page's text at each threshold: the blocks whose probability is above it (each page predicted once)."""
     texts: dict[float, list[str]] = {threshold: [] for threshold in thresholds}
     for page in pages:
-        probability = None if page.blocks is None else predict(page.features)
-        for threshold, found in texts.items():
-            if probability is None:
+        if page.blocks is None:
+            for found in texts.values():
                 found.append(page.default_text)
-            else:
-                found.append("\n".join(block.text for block, keep in zip(page.blocks, probability > threshold)
-                                        if keep))
+            continue
+        probability = predict(page.features)
+        for threshold, found in texts.items():
+            found.append("\n".join(block.text for block, keep in zip(page.blocks, probability > threshold) if keep))
     return texts
 
 
