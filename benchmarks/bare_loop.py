@@ -5,7 +5,7 @@
 
 - `sluice`: for every input file, `tasks.extract.shard.extract_shard(ShardJob(...), config, log)` (the per-shard
   function the flow's Dask tasks run) into a fresh temp dir, one file after the other. `config` is the recipe's
-  `extract` section with `{data_dir}` expanded, exactly what `extract_stage_flow` hands its tasks, so the
+  `extract` section with `{data_dir}` expanded, exactly what the extract stage hands its tasks, so the
   comparison with the flow's extract stage is like for like.
 - `raw`: FastWARC ArchiveIterator (responses, HTTP parsed) + Resiliparse `extract_plain_text(main_content=True)`
   + fastText predict on the first 4,000 characters, nothing else (no charset cascade beyond Resiliparse's
@@ -49,7 +49,7 @@ PHASES = {
 
 
 def extract_config_of(recipe_path: Path):
-    """The recipe's extract config as extract_stage_flow passes it to its tasks ({data_dir} expanded)."""
+    """The recipe's extract config as the extract stage passes it to its tasks ({data_dir} expanded)."""
     from configs.schema import load_recipe
     from storage.locations import shared_data_dir
 

@@ -57,7 +57,8 @@ def stage_child(args) -> int:
     from prefect import flow
 
     from flows.dask_cluster import dask_cluster
-    from flows.dedup_stage import dedup_stage_flow
+    from flows.stage_runner import stage_flow
+    from tasks.dedup.stage import DedupStage
 
     recipe = bench_recipe(args.store, [args.corpus], 1, "dedup", {"dedup": json.loads(args.dedup)})
     parent = json.loads(args.parent)
@@ -65,7 +66,7 @@ def stage_child(args) -> int:
     @flow(name="bench-dedup")
     def bench() -> dict:
         with dask_cluster(recipe.dask):
-            return dedup_stage_flow(recipe, parent)
+            return stage_flow(recipe, DedupStage(recipe, parent))
 
     started = time.perf_counter()
     result = bench()

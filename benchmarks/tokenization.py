@@ -10,7 +10,8 @@ Writes benchmarks/results/tokenize.json. Every timed run is a fresh process, one
 - training: `train_tokenizer` (SentencePiece BPE, 32,000 pieces) on 1,000, 2,500 and all documents; the last
   model is the one every run uses, and its sample lines are the peer tokenizer's training text.
 - bare loop: read each shard's texts and `SentencePieceProcessor.encode` them (one thread), nothing else.
-- stage: `tokenize_stage_flow` on a Dask LocalCluster of 1 worker; seconds = the manifest's `wall_seconds`.
+- stage: the tokenize stage's flow (`flows.stage_runner.stage_flow`) on a Dask LocalCluster of 1 worker; seconds =
+  the manifest's `wall_seconds`.
 - datatrove: ParquetReader -> DocumentTokenizer (no shuffling), one task per shard, 1 worker.
 Per core: each side on one worker; the ratio compares seconds for the same documents (the two tokenizers cut
 text into different numbers of tokens, so tokens/s is given for each but not compared).
@@ -77,7 +78,8 @@ def stage_child(args) -> int:
 
     from configs.tokenizer import TokenizerConfig
     from flows.dask_cluster import dask_cluster
-    from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
+    from flows.stage_runner import stage_flow
+    from tasks.tokenize.stage import TokenizerStage, TokenizeStage
 
     extract = json.loads(args.extract)
     tokenizer = TokenizerConfig(vocab_size=VOCAB, sample_documents=SAMPLE_SIZES[-1])   # defaults, not the demo's
@@ -88,8 +90,8 @@ def stage_child(args) -> int:
     @flow(name="bench-tokenize")
     def bench() -> dict:
         with dask_cluster(fresh.dask):
-            tokenizer = tokenizer_stage_flow(shared, extract)
-            return tokenize_stage_flow(fresh, extract, tokenizer)
+            tokenizer = stage_flow(shared, TokenizerStage(shared, extract))
+            return stage_flow(fresh, TokenizeStage(extract, tokenizer))
 
     print(json.dumps(bench()))
     return 0

@@ -11,15 +11,16 @@ from configs.ablation import AblationConfig, MatchedRunsConfig
 from configs.mixture import MixtureConfig
 from configs.schema import Recipe
 from flows.curation import document_stages, final_documents
-from flows.evaluation_stages import decontaminate_stage_flow, eval_suite_stage_flow
-from flows.extract_stage import extract_stage_flow
-from flows.mixture_stage import mixture_stage_flow
-from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_file_stage_flow, tokenizer_stage_flow
+from flows.stage_runner import stage_flow
 from storage.fs import local_path
 from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, stage_file
+from tasks.evaluation.stage import DecontaminateStage, EvalSuiteStage
 from tasks.evaluation.suite import NGRAMS_FILE
+from tasks.extract.stage import ExtractStage
 from tasks.mixture.placement import covering_budget
+from tasks.mixture.stage import MixtureStage
+from tasks.tokenize.stage import GivenTokenizerStage, TokenizerStage, TokenizeStage
 
 
 def with_heldout_references(recipe: Recipe, ngrams: str) -> Recipe:
@@ -63,8 +64,8 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
             for seed in seeds:
                 mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
                 try:
-                    mixtures[seed] = mixture_stage_flow(
-                        mixed, stages["tokenize"], stages["decontaminate"], vocab_size)
+                    mixtures[seed] = stage_flow(
+                        mixed, MixtureStage(mixed, stages["tokenize"], stages["decontaminate"], vocab_size))
                 except ValueError as error:
                     raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
                                      f"max_epochs {ablation.max_epochs}: {error}") from None
@@ -76,7 +77,7 @@ def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anch
     """The suite, the shared tokenizer, and per variant its document stages, decontamination and token shards
     (`variants.<name>.stages`), each variant's in a nested MLflow run of `parent_id` (`variants.<name>.data_run`)."""
     logger = get_run_logger()
-    suite = eval_suite_stage_flow(anchor, ablation.eval)
+    suite = stage_flow(anchor, EvalSuiteStage(anchor, ablation.eval))
     ngrams = stage_file(suite, NGRAMS_FILE)
     recipes = {name: with_heldout_references(recipe, ngrams) for name, recipe in recipes.items()}
     tokenizer = _shared_tokenizer(ablation, anchor, suite)
@@ -86,10 +87,8 @@ def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anch
         data_run = variant_data_run(parent_id, name, recipe)
         with mlflow.start_run(run_id=data_run, nested=True):
             stages = document_stages(recipe)
-            stages["decontaminate"] = decontaminate_stage_flow(
-                recipe, final_documents(stages), suite)
-            stages["tokenize"] = tokenize_stage_flow(
-                recipe, stages["decontaminate"], tokenizer)
+            stages["decontaminate"] = stage_flow(recipe, DecontaminateStage(final_documents(stages), suite))
+            stages["tokenize"] = stage_flow(recipe, TokenizeStage(stages["decontaminate"], tokenizer))
         variants[name] = {"stages": stages, "data_run": data_run}
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 
@@ -98,10 +97,10 @@ def _shared_tokenizer(ablation: MatchedRunsConfig, anchor: Recipe, suite: StageR
     """The given SentencePiece model, or one trained on a seeded sample of the raw extraction output after
     decontamination (the tokenizer never sees evaluation text)."""
     if ablation.tokenizer.path:
-        return tokenizer_file_stage_flow(anchor, local_path(ablation.tokenizer.path))
-    raw = extract_stage_flow(anchor)
-    clean = decontaminate_stage_flow(anchor, raw, suite)
-    return tokenizer_stage_flow(anchor, clean)
+        return stage_flow(anchor, GivenTokenizerStage(local_path(ablation.tokenizer.path)))
+    raw = stage_flow(anchor, ExtractStage(anchor))
+    clean = stage_flow(anchor, DecontaminateStage(raw, suite))
+    return stage_flow(anchor, TokenizerStage(anchor, clean))
 
 
 def variant_data_run(parent_id: str, variant: str, recipe: Recipe) -> str:

@@ -1,7 +1,7 @@
 """The curation pipeline flow: the stages in order, one MLflow run, one Dask cluster for all of them.
 
 The stages after extraction are imported where they run: a run reaches its first task without importing them
-(about 1.5 s of modules and Prefect parameter schemas), and a recipe that switches them off never does."""
+(about 1.5 s of modules), and a recipe that switches them off never does."""
 from __future__ import annotations
 
 import yaml
@@ -9,15 +9,16 @@ from prefect import flow, get_run_logger
 
 from configs.schema import Recipe
 from flows.dask_cluster import dask_cluster
-from flows.extract_stage import extract_stage_flow
 from flows.heartbeats import subflows_without_heartbeats
 from flows.preflight import preflight
 from flows.run_summary import publish_run_summary
+from flows.stage_runner import stage_flow
 from flows.tracking_run import BackgroundRun, pending
 from storage.stage_figures import TokenizerFigures
 from storage.fs import local_path
 from tracking.datasets import log_datasets
 from tracking.params import flatten
+from tasks.extract.stage import ExtractStage
 from tracking.store import run_page_url, tracking_uri, use_experiment
 
 
@@ -98,35 +99,35 @@ def _data_stages(recipe: Recipe) -> dict:
     stages = document_stages(recipe)
     documents = final_documents(stages)
     if recipe.tokenizer.enabled:
-        from flows.mixture_stage import mixture_stage_flow
-        from flows.tokenizer_stage import tokenize_stage_flow, tokenizer_stage_flow
+        from tasks.mixture.stage import MixtureStage
+        from tasks.tokenize.stage import TokenizerStage, TokenizeStage
 
-        stages["tokenizer"] = tokenizer_stage_flow(recipe, documents)
-        stages["tokenize"] = tokenize_stage_flow(recipe, documents, stages["tokenizer"])
+        stages["tokenizer"] = stage_flow(recipe, TokenizerStage(recipe, documents))
+        stages["tokenize"] = stage_flow(recipe, TokenizeStage(documents, stages["tokenizer"]))
         if recipe.mixture.enabled:
             vocab_size = TokenizerFigures.of(stages["tokenizer"]).vocab_size
-            stages["mixture"] = mixture_stage_flow(recipe, stages["tokenize"], documents, vocab_size)
+            stages["mixture"] = stage_flow(recipe, MixtureStage(recipe, stages["tokenize"], documents, vocab_size))
     return stages
 
 
 def document_stages(recipe: Recipe) -> dict:
     """The stages that make documents: extract, then dedup, quality and domains as the recipe enables them."""
-    stages = {"extract": extract_stage_flow(recipe)}
+    stages = {"extract": stage_flow(recipe, ExtractStage(recipe))}
     if recipe.dedup.enabled:
-        from flows.dedup_stage import dedup_stage_flow
+        from tasks.dedup.stage import DedupStage
 
-        stages["dedup"] = dedup_stage_flow(recipe, stages["extract"])
+        stages["dedup"] = stage_flow(recipe, DedupStage(recipe, stages["extract"]))
     if recipe.quality.enabled:
-        from flows.quality_stage import quality_filter_stage_flow, quality_models_stage_flow, quality_scores_stage_flow
+        from tasks.quality.stage import QualityFilterStage, QualityModelsStage, QualityScoresStage
 
-        stages["quality_models"] = quality_models_stage_flow(recipe, stages["extract"])
-        stages["quality_scores"] = quality_scores_stage_flow(
-            recipe, final_documents(stages), stages["quality_models"])
-        stages["quality_filter"] = quality_filter_stage_flow(recipe, stages["quality_scores"])
+        stages["quality_models"] = stage_flow(recipe, QualityModelsStage(recipe, stages["extract"]))
+        stages["quality_scores"] = stage_flow(
+            recipe, QualityScoresStage(recipe, final_documents(stages), stages["quality_models"]))
+        stages["quality_filter"] = stage_flow(recipe, QualityFilterStage(recipe, stages["quality_scores"]))
     if recipe.domains.enabled:
-        from flows.domains_stage import domains_stage_flow
+        from tasks.domains.stage import DomainStage
 
-        stages["domains"] = domains_stage_flow(recipe, final_documents(stages))
+        stages["domains"] = stage_flow(recipe, DomainStage(recipe, final_documents(stages)))
     return stages
 
 

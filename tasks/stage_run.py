@@ -38,18 +38,27 @@ class StageRun:
     report: StageReport
 
 
+def stored_run(stage: Stage, store_url: str, logger: logging.Logger | logging.LoggerAdapter) -> StageRun | None:
+    """The stage's output as the store holds it (said on `logger`), or None when it has none yet."""
+    spec = stage.spec
+    store = StageStore(store_url)
+    stage_dir = store.stage_dir(spec.name, spec.fingerprint)
+    cached = store.find(spec.name, spec.fingerprint)
+    if cached is None:
+        return None
+    logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name, stage_dir, spec.fingerprint)
+    return StageRun(cached, store.manifest_url(spec.name, spec.fingerprint), True, [],
+                    StageReport.load(StageReport.folder_of(stage_dir)))
+
+
 def run_stage(stage: Stage, store_url: str, steps: Steps) -> StageRun:
     """Run `stage` with `steps` unless the store already holds its output."""
+    if (found := stored_run(stage, store_url, steps.logger)) is not None:
+        return found
     spec = stage.spec
     store = StageStore(store_url)
     fingerprint = spec.fingerprint
     stage_dir = store.stage_dir(spec.name, fingerprint)
-    cached = store.find(spec.name, fingerprint)
-    if cached is not None:
-        steps.logger.info("%s: already done in %s (fingerprint %s), skipping", spec.name, stage_dir, fingerprint)
-        return StageRun(cached, store.manifest_url(spec.name, fingerprint), True, [],
-                        StageReport.load(StageReport.folder_of(stage_dir)))
-
     context = StageContext(spec, stage_dir)
     cluster = steps.cluster     # connected first (a run's LocalCluster starts here): start-up, not the stage's time
     started = time.perf_counter()

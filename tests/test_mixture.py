@@ -61,7 +61,7 @@ def test_weights_are_met_and_validation_is_apart(tmp_path):
 
 
 def test_the_card_rows_are_given_before_the_draws_are_written(tmp_path):
-    """The stage draws the weights chart from them while the last passes write (flows.mixture_stage)."""
+    """The stage draws the weights chart from them while the last passes write (tasks.mixture.stage)."""
     out = tmp_path / "out"
     seen = []
 
