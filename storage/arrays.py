@@ -25,10 +25,10 @@ def load_array(url: str, mmap: bool = False) -> np.ndarray:
         return np.load(io.BytesIO(handle.read()))
 
 
-def save_arrays(arrays: dict[str, np.ndarray], url: str) -> None:
-    """Named arrays in one compressed .npz file."""
+def save_arrays(arrays: dict[str, np.ndarray], url: str, compressed: bool = True) -> None:
+    """Named arrays in one .npz file, compressed unless told otherwise."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    (np.savez_compressed if compressed else np.savez)(buffer, **arrays)
     with atomic_output(url) as tmp, fsspec.open(tmp, "wb") as handle:
         handle.write(buffer.getvalue())
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 
 import numpy as np
+from scipy import sparse
 from sklearn.feature_extraction.text import HashingVectorizer
 
 WORD_PATTERN = r"(?u)\b[^\W\d_]{3,}\b"
@@ -60,3 +62,23 @@ def format_vector(text: str) -> list[float]:
 
 def format_matrix(texts: list[str]) -> np.ndarray:
     return np.array([format_vector(text) for text in texts], np.float64).reshape(len(texts), len(FORMAT_FEATURES))
+
+
+def sample_features(texts: list[str], features: int) -> tuple[sparse.csr_matrix, np.ndarray, dict]:
+    """What the fit reads of sampled texts, computed where they are sampled (per shard, in parallel) rather than
+    in the one fit call: hashed word counts and format vectors (rows per text, so any shard's rows stacked in the
+    sample's order are what the whole sample would give), and the vocabulary: each word with its count and its
+    hashed feature, which the cards name features by. Each text is tokenized once for all three."""
+    tokens = [word_vectorizer(features).build_analyzer()(text) for text in texts]
+    hashing = HashingVectorizer(n_features=features, analyzer=_given, alternate_sign=False, norm=None,
+                                dtype=np.float32)
+    frequency = Counter(word for words in tokens for word in words)
+    words = list(frequency)
+    hashed = hashing.transform([[word] for word in words]).indices.tolist()
+    return (hashing.transform(tokens), format_matrix(texts),
+            {word: (frequency[word], feature) for word, feature in zip(words, hashed)})
+
+
+def _given(tokens: list[str]) -> list[str]:
+    """The analyzer of texts tokenized already (by `word_vectorizer`'s): hashed as that vectorizer hashes them."""
+    return tokens

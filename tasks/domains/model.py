@@ -8,7 +8,6 @@ model alone, whichever shard it is in.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -35,7 +34,9 @@ class DomainModel:
     format_centroids: np.ndarray    # (formats, format features), standardised
 
     def save(self, url: str) -> None:
-        save_arrays(asdict(self), url)
+        # uncompressed: the float64 SVD basis compresses only to 75% (25 of 33.5 MB at 65,536 features), and
+        # compressing it took 1.3 s of the one fit call that the stage's workers wait on
+        save_arrays(asdict(self), url, compressed=False)
 
     @classmethod
     def load(cls, url: str) -> DomainModel:
@@ -61,16 +62,17 @@ class FittedDomains:
     formats: np.ndarray             # (sample, format features), standardised by the model
 
 
-def fit_domains(texts: list[str], config: DomainsConfig) -> FittedDomains:
-    """The model fitted on `texts` (the sample, in a fixed order)."""
-    counts = word_vectorizer(config.hash_features).transform(texts).astype(np.float64)
-    idf = np.log((1 + len(texts)) / (1 + np.bincount(counts.indices, minlength=counts.shape[1]))) + 1
+def fit_domains(counts: sparse.csr_matrix, formats: np.ndarray, config: DomainsConfig) -> FittedDomains:
+    """The model fitted on the sample's hashed word counts and format vectors (`sample_features`, rows in a fixed
+    order)."""
+    counts = counts.astype(np.float64)
+    documents = counts.shape[0]
+    idf = np.log((1 + documents) / (1 + np.bincount(counts.indices, minlength=counts.shape[1]))) + 1
     weighted = _unit_rows(_tf_idf(counts, idf))
-    components = min(config.components, len(texts) - 1, counts.shape[1] - 1)
+    components = min(config.components, documents - 1, counts.shape[1] - 1)
     svd = TruncatedSVD(components, algorithm="randomized", n_iter=7, random_state=config.seed).fit(weighted)
     vectors = _unit(weighted @ svd.components_.T)
     topics = _by_size(_kmeans(vectors, config.topics, config.seed))
-    formats = format_matrix(texts)
     mean, scale = formats.mean(0), formats.std(0) + 1e-9
     standardised = (formats - mean) / scale
     format_centroids = _by_size(_kmeans(standardised, config.formats, config.seed))
@@ -78,13 +80,14 @@ def fit_domains(texts: list[str], config: DomainsConfig) -> FittedDomains:
                          standardised)
 
 
-def cards(fitted: FittedDomains, texts: list[str], rows: list[dict], config: DomainsConfig) -> dict:
+def cards(fitted: FittedDomains, texts: list[str], rows: list[dict], vocabulary: dict[str, tuple[int, int]]) -> dict:
     """Per topic and format: its share of the sample, top terms (topics) or most distinctive statistics (formats),
-    and the sample documents nearest its centre (id, url, beginning of the text)."""
+    and the sample documents nearest its centre (id, url, beginning of the text). `vocabulary`: each word of the
+    sample with its count and its hashed feature (`tasks.domains.features.sample_features`)."""
     model, standardised = fitted.model, fitted.formats
     topic_scores = fitted.topic_vectors @ model.topic_centroids.T
     format_distances = ((standardised[:, None, :] - model.format_centroids[None]) ** 2).sum(-1)
-    terms = _term_names(texts, config.hash_features)
+    terms = _term_names(vocabulary)
     weights = model.topic_centroids @ model.components
     topic_cards = []
     for topic in range(len(model.topic_centroids)):
@@ -132,15 +135,13 @@ def _by_size(fitted: KMeans) -> np.ndarray:
     return fitted.cluster_centers_[np.argsort(-sizes, kind="stable")]
 
 
-def _term_names(texts: list[str], features: int) -> dict[int, str]:
-    """Each hashed feature's most frequent word in the sample (a feature may hold several)."""
-    vectorizer = word_vectorizer(features)
-    analyse = vectorizer.build_analyzer()
-    frequency = Counter(word for text in texts for word in analyse(text))
-    words = sorted(frequency)
+def _term_names(vocabulary: dict[str, tuple[int, int]]) -> dict[int, str]:
+    """Each hashed feature's most frequent word in the sample (a feature may hold several; ties to the last word
+    in sorted order)."""
     named: dict[int, str] = {}
-    for word, index in zip(words, vectorizer.transform(words).indices.tolist()):
-        if index not in named or (frequency[word], word) > (frequency[named[index]], named[index]):
+    for word in sorted(vocabulary):
+        count, index = vocabulary[word]
+        if index not in named or (count, word) > (vocabulary[named[index]][0], named[index]):
             named[index] = word
     return named
 

@@ -29,8 +29,6 @@ class DomainStage:
                          parents=[parent_of(self.parent)], code_root=__name__)
 
     def produce(self, stage: StageContext, steps: Steps) -> StageOutput:
-        # here, not at import: the task module brings scikit-learn (~2 s), which a run that finds this stage in the
-        # store never needs (the code version reads the imports from the source either way)
         from tasks.domains.task import DomainJob, assign_shard_task, fit_call, sample_shard_task
 
         config = self.recipe.domains
@@ -40,7 +38,7 @@ class DomainStage:
         steps.logger.info("domains: %d shards, %d documents, a sample of about %d -> %s", len(jobs), documents,
                           config.sample_documents, stage.stage_dir)
         steps.map(sample_shard_task, jobs, "domains sample", share=config.sample_documents / max(1, documents),
-                  seed=config.seed)
+                  seed=config.seed, hash_features=config.hash_features)
         model_url = stage.path(MODEL_FILE)
         fitted = steps.call(fit_call, [job.sample_url for job in jobs], model_url, config, label="domains-fit",
                             on_cluster=True)

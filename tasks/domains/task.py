@@ -1,6 +1,8 @@
-"""The domain stage's work, as calls a stage maps or makes: draw each shard's sample, fit the model once on the
-whole sample, then give every document of each shard its topic and format. Each call records its result beside its
-output (tasks.resumable), so a killed run resumes."""
+"""The domain stage's work, as calls a stage maps or makes: draw each shard's sample with its features, fit the model
+once on the whole sample, then give every document of each shard its topic and format. Each call records its result
+beside its output (tasks.resumable), so a killed run resumes.
+
+scikit-learn (~2 s to import) is imported in the calls, on the workers: the flow process only names them."""
 from __future__ import annotations
 
 import hashlib
@@ -15,13 +17,14 @@ from configs.domains import DomainsConfig
 from storage.document_shard import ROW_GROUP_SIZE, read_documents
 from storage.manifest import sha256_file
 from storage.parquet import read_table, write_table
-from tasks.domains.model import DomainModel, cards, fit_domains
 from tasks.resumable import run_once, shard_record_url
 from tasks.shard_result import ShardResult
 from tasks.stats import StageStats
 
+# a sampled document, with what the fit reads of it: its hashed word counts (a sparse row) and its format vector
 SAMPLE_SCHEMA = pa.schema([("draw", pa.uint64()), ("id", pa.string()), ("url", pa.string()),
-                           ("text", pa.large_string())])
+                           ("text", pa.large_string()), ("count_indices", pa.list_(pa.int32())),
+                           ("count_values", pa.list_(pa.float32())), ("format", pa.list_(pa.float64()))])
 
 
 @dataclass(frozen=True)
@@ -36,36 +39,73 @@ def draw(seed: int, doc_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(f"{seed}\0{doc_id}".encode(), digest_size=8).digest(), "big")
 
 
-def sample_shard_task(job: DomainJob, share: float, seed: int) -> dict:
-    """The shard's documents whose draw falls under `share` of the hash range."""
+def sample_shard_task(job: DomainJob, share: float, seed: int, hash_features: int) -> dict:
+    """The shard's documents whose draw falls under `share` of the hash range, with their features; the sample's
+    vocabulary beside it (`words_url`)."""
+    from tasks.domains.features import sample_features
+
     def sample() -> dict:
         table = read_documents(job.input_url, ["id", "url", "text"])
         draws = np.array([draw(seed, doc_id) for doc_id in table.column("id").to_pylist()], np.uint64)
         chosen = np.arange(draws.size) if share >= 1 else np.flatnonzero(draws < np.uint64(int(share * 2 ** 64)))
         picked = table.take(pa.array(chosen, pa.int64()))
-        write_table(pa.table([pa.array(draws[chosen], pa.uint64()), *picked.columns], schema=SAMPLE_SCHEMA),
+        counts, formats, vocabulary = sample_features(picked.column("text").to_pylist(), hash_features)
+        rows = np.diff(counts.indptr)
+        write_table(pa.table([pa.array(draws[chosen], pa.uint64()), *picked.columns,
+                              _lists(counts.indices.astype(np.int32), rows), _lists(counts.data, rows),
+                              _lists(formats.ravel(), np.full(len(formats), formats.shape[1]))], schema=SAMPLE_SCHEMA),
                     job.sample_url)
+        counted = list(vocabulary.values())
+        write_table(pa.table({"word": list(vocabulary), "count": pa.array([count for count, _ in counted], pa.int64()),
+                              "feature": pa.array([feature for _, feature in counted], pa.int32())}),
+                    words_url(job.sample_url))
         return {"sampled": int(chosen.size)}
     return run_once(shard_record_url(job.sample_url), sample)
+
+
+def words_url(sample_url: str) -> str:
+    return sample_url.removesuffix(".parquet") + ".words.parquet"
+
+
+def _lists(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
+    """`values` cut into consecutive lists of `lengths`."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values))
 
 
 def fit_call(sample_urls: list[str], model_url: str, config: DomainsConfig) -> dict:
     """The model fitted on every shard's sample in draw order (so on the same documents in the same order whatever
     the shards), saved at `model_url`; the cards of its clusters."""
+    from scipy import sparse
+
+    from tasks.domains.model import cards, fit_domains
+
     def fit() -> dict:
         started = time.perf_counter()
         table = pa.concat_tables([read_table(url) for url in sample_urls])
-        table = table.take(pc.sort_indices(table, [("draw", "ascending"), ("id", "ascending")]))
+        table = table.take(pc.sort_indices(table, [("draw", "ascending"), ("id", "ascending")])).combine_chunks()
+        indices, values, formats = (table.column(name).chunk(0) for name in ("count_indices", "count_values",
+                                                                                 "format"))
+        counts = sparse.csr_matrix((values.flatten().to_numpy(), indices.flatten().to_numpy(),
+                                    indices.offsets.to_numpy() - indices.offsets[0].as_py()),
+                                   shape=(table.num_rows, config.hash_features))
+        formats = formats.flatten().to_numpy().reshape(table.num_rows, -1)
+        vocabulary: dict[str, tuple[int, int]] = {}
+        for words in (read_table(words_url(url)) for url in sample_urls):
+            for word, count, feature in zip(*(words.column(name).to_pylist() for name in ("word", "count", "feature"))):
+                vocabulary[word] = (vocabulary.get(word, (0, 0))[0] + count, feature)
         texts, rows = table.column("text").to_pylist(), table.select(["id", "url"]).to_pylist()
-        fitted = fit_domains(texts, config)
+        fitted = fit_domains(counts, formats, config)
         fitted.model.save(model_url)
-        return {"sample_documents": len(texts), "cards": cards(fitted, texts, rows, config),
+        return {"sample_documents": len(texts), "cards": cards(fitted, texts, rows, vocabulary),
                 "seconds": round(time.perf_counter() - started, 3)}
     return run_once(model_url + ".json", fit)
 
 
 def assign_shard_task(job: DomainJob, model_url: str) -> dict:
     """The shard with `topic` and `format` columns; its documents and words per topic and per format."""
+    from tasks.domains.model import DomainModel
+
     def assign() -> dict:
         started = time.perf_counter()
         model = DomainModel.load(model_url)
