@@ -12,10 +12,12 @@ import tempfile
 import time
 
 import mlflow
+from mlflow.exceptions import MlflowException
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_image_artifact, create_markdown_artifact
 
 from flows.reporting import artifact_key
+from storage.code_version import code_version
 from tracking.run_members import members
 from tracking.store import artifact_url, tracking_uri
 from training.scaling_charts import scaling_png
@@ -70,9 +72,15 @@ def scaling_fit_flow(parent_run_id: str, tracking: str | None = None, flops: flo
         raise ValueError(f"run {parent_run_id}: {len(points)} finished (N, D) points with {metric}; a fit needs "
                          f"{MIN_POINTS} or more over at least two model sizes and two token budgets")
     n_params, tokens, losses = ([point[key] for point in points] for key in ("n_params", "tokens", "loss"))
-    law = fit_law(n_params, tokens, losses)
     budget = flops or BUDGET_OVER_LARGEST_RUN * max(6 * n * d for n, d in zip(n_params, tokens))
-    result = {"parent_run_id": parent_run_id, "metric": metric, "points": points, "law": law.to_dict(),
+    fitted_from = {"metric": metric, "points": points, "resamples": resamples, "flops": budget,
+                   "code_version": code_version("training.scaling_law")}
+    if (logged := _logged_fit(parent_run_id, fitted_from)) is not None:
+        logger.info("L(N, D): run %s holds the fit of these points, settings and code already; not refitted",
+                    parent_run_id)
+        return logged
+    law = fit_law(n_params, tokens, losses)
+    result = {"parent_run_id": parent_run_id, **fitted_from, "law": law.to_dict(),
               "intervals": bootstrap_intervals(law, n_params, tokens, losses, resamples),
               "holdout": holdout_error(n_params, tokens, losses) if len(set(n_params)) >= 3 else None,
               "compute_optimal": law.compute_optimal(budget)}
@@ -82,6 +90,16 @@ def scaling_fit_flow(parent_run_id: str, tracking: str | None = None, flops: flo
                 f"{result['holdout']['max_rel_error']:.2%}" if result["holdout"] else "n/a (fewer than 3 sizes)")
     _publish(result, uri)
     return result
+
+
+def _logged_fit(parent_run_id: str, fitted_from: dict) -> dict | None:
+    """The fit logged on the sweep's run, if it was made `fitted_from` the same points, settings and fitting code:
+    the fit is seeded, so fitting again would give it again (a rerun of a finished sweep fits nothing)."""
+    try:
+        logged = json.loads(mlflow.artifacts.load_text(f"runs:/{parent_run_id}/scaling/law.json"))
+    except MlflowException:
+        return None
+    return logged if {key: logged.get(key) for key in fitted_from} == fitted_from else None
 
 
 def fit_warnings(result: dict) -> list[str]:

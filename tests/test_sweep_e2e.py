@@ -41,7 +41,7 @@ def sweep_runs(sweep_raw):
 
     sweep = parse_sweep(sweep_raw)
     first = sweep_flow(sweep)
-    second = sweep_flow(sweep)        # everything recorded: trains nothing, fits again
+    second = sweep_flow(sweep)        # everything recorded: trains nothing, fits nothing
     return first, second
 
 
@@ -80,14 +80,17 @@ def test_the_fit_is_logged_with_intervals_hold_out_and_chart(sweep_runs):
         assert json.load(handle)["law"] == pytest.approx(fit["law"])
 
 
-def test_a_rerun_trains_nothing_and_continues_the_same_parent_run(sweep_runs):
+def test_a_rerun_trains_and_fits_nothing_and_continues_the_same_parent_run(sweep_runs):
     first, second = sweep_runs
     assert second["mlflow_run_id"] == first["mlflow_run_id"]
     assert second["runs"] == first["runs"]
-    children = mlflow.MlflowClient().search_runs(
-        [mlflow.get_experiment_by_name("sweep-test").experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{first['mlflow_run_id']}'")
+    client = mlflow.MlflowClient()
+    children = client.search_runs([mlflow.get_experiment_by_name("sweep-test").experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{first['mlflow_run_id']}'")
     assert len(children) == len(MODELS) * len(TOKENS)
+    # the logged fit, not a new one: logged once
+    assert second["fit"] == json.loads(json.dumps(first["fit"]))
+    assert len(client.get_metric_history(first["mlflow_run_id"], "scaling.E")) == 1
 
 
 def test_a_fitted_law_sizes_a_run_in_sluice_plan(sweep_runs, tmp_path, capsys):
