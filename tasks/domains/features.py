@@ -69,7 +69,8 @@ def sample_features(texts: list[str], features: int) -> tuple[sparse.csr_matrix,
     in the one fit call: hashed word counts and format vectors (rows per text, so any shard's rows stacked in the
     sample's order are what the whole sample would give), and the vocabulary: each word with its count and its
     hashed feature, which the cards name features by. Each text is tokenized once for all three."""
-    tokens = [word_vectorizer(features).build_analyzer()(text) for text in texts]
+    analyse = word_vectorizer(features).build_analyzer()
+    tokens = [analyse(text) for text in texts]
     hashing = HashingVectorizer(n_features=features, analyzer=_given, alternate_sign=False, norm=None,
                                 dtype=np.float32)
     frequency = Counter(word for words in tokens for word in words)

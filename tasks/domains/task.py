@@ -50,11 +50,11 @@ def sample_shard_task(job: DomainJob, share: float, seed: int, hash_features: in
         chosen = np.arange(draws.size) if share >= 1 else np.flatnonzero(draws < np.uint64(int(share * 2 ** 64)))
         picked = table.take(pa.array(chosen, pa.int64()))
         counts, formats, vocabulary = sample_features(picked.column("text").to_pylist(), hash_features)
-        rows = np.diff(counts.indptr)
         write_table(pa.table([pa.array(draws[chosen], pa.uint64()), *picked.columns,
-                              _lists(counts.indices.astype(np.int32), rows), _lists(counts.data, rows),
-                              _lists(formats.ravel(), np.full(len(formats), formats.shape[1]))], schema=SAMPLE_SCHEMA),
-                    job.sample_url)
+                              _lists(counts.indices.astype(np.int32), counts.indptr),
+                              _lists(counts.data, counts.indptr),
+                              _lists(formats.ravel(), np.arange(len(formats) + 1) * formats.shape[1])],
+                             schema=SAMPLE_SCHEMA), job.sample_url)
         counted = list(vocabulary.values())
         write_table(pa.table({"word": list(vocabulary), "count": pa.array([count for count, _ in counted], pa.int64()),
                               "feature": pa.array([feature for _, feature in counted], pa.int32())}),
@@ -67,10 +67,9 @@ def words_url(sample_url: str) -> str:
     return sample_url.removesuffix(".parquet") + ".words.parquet"
 
 
-def _lists(values: np.ndarray, lengths: np.ndarray) -> pa.ListArray:
-    """`values` cut into consecutive lists of `lengths`."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values))
+def _lists(values: np.ndarray, offsets: np.ndarray) -> pa.ListArray:
+    """`values` cut into lists at `offsets` (list i is values[offsets[i]:offsets[i + 1]], as a CSR row)."""
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32), pa.int32()), pa.array(values))
 
 
 def fit_call(sample_urls: list[str], model_url: str, config: DomainsConfig) -> dict:
