@@ -171,36 +171,6 @@ def test_a_batch_ramp_trains_the_planned_tokens_and_resumes_exactly_mid_ramp(tra
     assert doctor(run.info.run_id, publish=False)["findings"] == []  # the ramp's rates are on its schedule
 
 
-def test_killing_the_launcher_group_stops_every_rank(byte_shards, tmp_path):
-    """What the training flow does on cancel, crash or timeout: torchrun runs in its own process group and the
-    whole group goes, ranks included."""
-    import threading
-
-    from flows.torchrun import kill_group, torchrun_command
-
-    config = _config(tmp_path, byte_shards, "long")
-    raw = yaml.safe_load(Path(config).read_text())
-    raw["steps"] = 100_000
-    Path(config).write_text(yaml.safe_dump(raw))
-    env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(torchrun_command(config, 2), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    safety = threading.Timer(180, kill_group, args=(process,))     # never hang the suite
-    safety.start()
-    for line in process.stdout:                      # wait until the ranks are training
-        if line.startswith('{"step"'):
-            break
-    ranks = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True,
-                                                 text=True).stdout.split()]
-    assert len(ranks) == 2                                         # torchrun's two rank processes
-    kill_group(process, grace_s=5)
-    safety.cancel()
-    assert process.poll() is not None
-    for pid in ranks:                                               # gone, not orphaned
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-
-
 def test_a_training_past_its_timeout_fails_saying_so_and_leaves_its_mlflow_run_failed(byte_shards, tmp_path):
     """The launcher's timeout stops every rank; the error names the timeout rather than an exit code, and the MLflow
     run the attempt started is FAILED, not RUNNING for ever."""
