@@ -154,10 +154,11 @@ class ProcessTreeSampler:
                 "peak_tree_rss_mb": round(self.peak_tree_rss / 2**20, 1)}
 
 
-def run_child(command: list[str], label: str, timeout: float = 3600,
-              env: dict | None = None) -> tuple[list[dict], dict]:
-    """Run one timed side in a fresh process; return the JSON lines it printed and what it cost (wall seconds,
-    process-tree CPU seconds, peak RSS, the load average around it). Its stdout and stderr go to _work/logs/."""
+def run_child(command: list[str], label: str, timeout: float = 3600, env: dict | None = None,
+              prints_json: bool = True) -> tuple[list[dict], dict]:
+    """Run one timed side in a fresh process; return the JSON lines it printed (it must print one when
+    `prints_json`) and what it cost (wall seconds, process-tree CPU seconds, peak RSS, the load average around it).
+    Its stdout and stderr go to _work/logs/."""
     log(f"{label} ...")
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
@@ -181,7 +182,7 @@ def run_child(command: list[str], label: str, timeout: float = 3600,
         if line.startswith("{"):
             with contextlib.suppress(json.JSONDecodeError):
                 lines.append(json.loads(line))
-    if proc.returncode != 0 or not lines:
+    if proc.returncode != 0 or (prints_json and not lines):
         raise RuntimeError(f"{label} failed (rc {proc.returncode}); stderr tail:\n{stderr[-3000:]}")
     log(f"  {label}: {cost['process_seconds']:.1f} s wall, {cost['process_tree_cpu_seconds']:.1f} s CPU, "
         f"load {cost['loadavg_1min_before_after']}")

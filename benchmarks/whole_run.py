@@ -4,9 +4,10 @@
 
 Per size n (n bench corpora of distinct seeds, `sluice corpus --size bench --seed 0..n-1`, benchmarks/scale.py's),
 alternately, each in a fresh process:
-- sluice: the full recipe of configs/demo.yaml without its training (extract, dedup, quality models, scores and
-  filter, domains, tokenizer, tokenize, mixture) on `--workers` Dask workers, with a fresh store
-  (benchmarks/scale.py's child: the curation flow as `sluice run` starts it, its temporary Prefect server included);
+- sluice: `sluice run` (`python -m flows.cli run`) of the full recipe of configs/demo.yaml without its training
+  (extract, dedup, quality models, scores and filter, domains, tokenizer, tokenize, mixture) on `--workers` Dask
+  workers, with a fresh store: the command a user types, its temporary Prefect server and its preflight included;
+  each stage's figures read from its manifest in the store;
 - datatrove 0.10.1 (benchmarks/peer_whole_datatrove.py, the peer venv): WarcReader -> Trafilatura -> language ID ->
   Gopher repetition -> Gopher quality -> C4 -> FineWeb -> JSONL, then its 4-stage MinHash, on `--workers`
   processes. Its defaults are its best configuration for this work: its extraction's faster setting is measured by
@@ -22,18 +23,37 @@ orchestration; peak memory under 1.5 GB).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import (BENCH, PEER_PYTHON, PYTHON, RESULTS, WORK, ensure_peer, goal, input_files,  # noqa: E402
-                                ratio, run_child, write_result)
-from benchmarks.scale import corpus, measure  # noqa: E402
+from benchmarks.harness import (BENCH, PEER_PYTHON, PYTHON, RESULTS, WORK, bench_recipe, ensure_peer, goal,  # noqa: E402
+                                input_files, ratio, run_child, write_result)
+from benchmarks.scale import corpus  # noqa: E402
 
 GOALS = {"ratio_min": 10.0, "orchestration_share_max": 0.10, "peak_process_rss_mb_max": 1536.0}
 SHARE_FROM_S = 1.0          # stages shorter than this are left out of the orchestration goal
+
+
+def measure_sluice(inputs: list[Path], workers: int, label: str) -> dict:
+    """`sluice run` of the recipe without training over `inputs`, in a fresh store: its cost, and each stage's
+    figures from its manifest."""
+    store = WORK / "whole-run-store"
+    shutil.rmtree(store, ignore_errors=True)
+    recipe = bench_recipe(store, [str(path) for path in inputs], workers, "whole-run", {"train": {"enabled": False}})
+    recipe_file = WORK / "whole-run.yaml"
+    recipe_file.write_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False))
+    _, cost = run_child([PYTHON, "-m", "flows.cli", "run", str(recipe_file)], label, prints_json=False)
+    manifests = sorted((json.loads(path.read_text()) for path in store.glob("*/*/manifest.json")),
+                       key=lambda manifest: manifest["created"])       # in the order the stages ran
+    stages = {manifest["stage"]: manifest["stats"] for manifest in manifests}
+    shutil.rmtree(store, ignore_errors=True)
+    return {"stages": stages, "cost": cost}
 
 
 def measure_peer(size: int, workers: int) -> dict:
@@ -53,11 +73,7 @@ def warm_up(workers: int) -> None:
     """Untimed: each side once on one file, so that no timed run pays what only a machine's first run pays (Python
     compiling every module it imports to bytecode, Prefect creating its database)."""
     one = next(path for path in input_files(corpus(0) / "warc") if path.name.endswith(".warc.gz"))
-    store = WORK / "whole-run-warm-up"
-    shutil.rmtree(store, ignore_errors=True)
-    run_child([PYTHON, str(BENCH / "scale.py"), "_run", "--workers", str(workers), "--store", str(store), str(one)],
-              "sluice warm-up")
-    shutil.rmtree(store, ignore_errors=True)
+    measure_sluice([one], workers, "sluice warm-up")
     folder = WORK / "whole-run-warm-up-input"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -67,7 +83,7 @@ def warm_up(workers: int) -> None:
 
 
 def side_by_side(size: int, workers: int) -> dict:
-    ours = measure(size, workers, no_kenlm=False)
+    ours = measure_sluice([corpus(seed) / "warc" for seed in range(size)], workers, f"sluice run {size}x")
     peer = measure_peer(size, workers)
     stages = {name: {"wall_s": stage["wall_seconds"], "orchestration_share": stage["orchestration_share"]}
               for name, stage in ours["stages"].items()}
