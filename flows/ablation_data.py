@@ -10,17 +10,16 @@ from prefect import get_run_logger
 from configs.ablation import AblationConfig, MatchedRunsConfig
 from configs.mixture import MixtureConfig
 from configs.schema import Recipe
-from flows.curation import document_stages, final_documents
 from flows.stage_runner import stage_flow
 from storage.fs import local_path
-from storage.stage_figures import TokenizerFigures
 from storage.stage_result import StageResult, stage_file
 from tasks.evaluation.stage import DecontaminateStage, EvalSuiteStage
 from tasks.evaluation.suite import NGRAMS_FILE
 from tasks.extract.stage import ExtractStage
 from tasks.mixture.placement import covering_budget
 from tasks.mixture.stage import MixtureStage
-from tasks.tokenize.stage import GivenTokenizerStage, TokenizerStage, TokenizeStage
+from tasks.pipeline import ABLATION_VARIANT, run_pipeline
+from tasks.tokenize.stage import GivenTokenizerStage, TokenizerStage
 
 
 def with_heldout_references(recipe: Recipe, ngrams: str) -> Recipe:
@@ -56,7 +55,6 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
     `stages` and `mixtures` (seed -> mixture), on the cluster of the `flows.dask_cluster` block this runs in. A
     later look asks again with more seeds: what is done is found in the store."""
     data = prepare_stages(ablation, recipes, anchor, parent_id)
-    vocab_size = TokenizerFigures.of(data["tokenizer"]).vocab_size
     for name, recipe in recipes.items():
         stages = data["variants"][name]["stages"]
         mixtures = {}
@@ -65,7 +63,7 @@ def prepare_data(ablation: AblationConfig, seeds: list[int], recipes: dict[str, 
                 mixed = mixture_recipe(recipe, ablation, seed, ranks, seq_len)
                 try:
                     mixtures[seed] = stage_flow(
-                        mixed, MixtureStage(mixed, stages["tokenize"], stages["decontaminate"], vocab_size))
+                        mixed, MixtureStage(mixed, stages["tokenize"], stages["decontaminate"], data["tokenizer"]))
                 except ValueError as error:
                     raise ValueError(f"variant {name!r} cannot supply {ablation.tokens:,} training tokens within "
                                      f"max_epochs {ablation.max_epochs}: {error}") from None
@@ -86,9 +84,7 @@ def prepare_stages(ablation: MatchedRunsConfig, recipes: dict[str, Recipe], anch
         logger.info("variant %s: document stages", name)
         data_run = variant_data_run(parent_id, name, recipe)
         with mlflow.start_run(run_id=data_run, nested=True):
-            stages = document_stages(recipe)
-            stages["decontaminate"] = stage_flow(recipe, DecontaminateStage(final_documents(stages), suite))
-            stages["tokenize"] = stage_flow(recipe, TokenizeStage(stages["decontaminate"], tokenizer))
+            stages = run_pipeline(recipe, stage_flow, ABLATION_VARIANT, given={"suite": suite, "tokenizer": tokenizer})
         variants[name] = {"stages": stages, "data_run": data_run}
     return {"suite": suite, "tokenizer": tokenizer, "variants": variants}
 

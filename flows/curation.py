@@ -1,7 +1,5 @@
-"""The curation pipeline flow: the stages in order, one MLflow run, one Dask cluster for all of them.
-
-The stages after extraction are imported where they run: a run reaches its first task without importing them
-(about 1.5 s of modules), and a recipe that switches them off never does."""
+"""The curation pipeline flow: the stages of tasks.pipeline in order, each a Prefect subflow, one MLflow run, one
+Dask cluster for all of them."""
 from __future__ import annotations
 
 import yaml
@@ -14,11 +12,10 @@ from flows.preflight import preflight
 from flows.run_summary import publish_run_summary
 from flows.stage_runner import stage_flow
 from flows.tracking_run import BackgroundRun, pending
-from storage.stage_figures import TokenizerFigures
 from storage.fs import local_path
+from tasks.pipeline import run_pipeline
 from tracking.datasets import log_datasets
 from tracking.params import flatten
-from tasks.extract.stage import ExtractStage
 from tracking.store import run_page_url, tracking_uri, use_experiment
 
 
@@ -39,7 +36,7 @@ def _curation(recipe: Recipe) -> dict:
         with pending(opening), dask_cluster(recipe.dask) as cluster:
             logger.info("Dask scheduler %s; MLflow at %s",
                         recipe.dask.address or "of a LocalCluster started at the first stage to run", tracking)
-            stages = _data_stages(recipe)
+            stages = run_pipeline(recipe, stage_flow)
             opening.activate()                                 # also when no stage logged
         import mlflow      # only now: importing it here earlier would wait for the thread's import (flows.tracking_run)
 
@@ -92,45 +89,3 @@ def _fail(opening: BackgroundRun) -> None:
         mlflow.end_run("FAILED")
     elif (run_id := opening.opened_id()) is not None:
         mlflow.MlflowClient().set_terminated(run_id, "FAILED")
-
-
-def _data_stages(recipe: Recipe) -> dict:
-    """Extract, dedup, quality, tokenizer + tokenize and mixture, as the recipe enables them, on one cluster."""
-    stages = document_stages(recipe)
-    documents = final_documents(stages)
-    if recipe.tokenizer.enabled:
-        from tasks.mixture.stage import MixtureStage
-        from tasks.tokenize.stage import TokenizerStage, TokenizeStage
-
-        stages["tokenizer"] = stage_flow(recipe, TokenizerStage(recipe, documents))
-        stages["tokenize"] = stage_flow(recipe, TokenizeStage(documents, stages["tokenizer"]))
-        if recipe.mixture.enabled:
-            vocab_size = TokenizerFigures.of(stages["tokenizer"]).vocab_size
-            stages["mixture"] = stage_flow(recipe, MixtureStage(recipe, stages["tokenize"], documents, vocab_size))
-    return stages
-
-
-def document_stages(recipe: Recipe) -> dict:
-    """The stages that make documents: extract, then dedup, quality and domains as the recipe enables them."""
-    stages = {"extract": stage_flow(recipe, ExtractStage(recipe))}
-    if recipe.dedup.enabled:
-        from tasks.dedup.stage import DedupStage
-
-        stages["dedup"] = stage_flow(recipe, DedupStage(recipe, stages["extract"]))
-    if recipe.quality.enabled:
-        from tasks.quality.stage import QualityFilterStage, QualityModelsStage, QualityScoresStage
-
-        stages["quality_models"] = stage_flow(recipe, QualityModelsStage(recipe, stages["extract"]))
-        stages["quality_scores"] = stage_flow(
-            recipe, QualityScoresStage(recipe, final_documents(stages), stages["quality_models"]))
-        stages["quality_filter"] = stage_flow(recipe, QualityFilterStage(recipe, stages["quality_scores"]))
-    if recipe.domains.enabled:
-        from tasks.domains.stage import DomainStage
-
-        stages["domains"] = stage_flow(recipe, DomainStage(recipe, final_documents(stages)))
-    return stages
-
-
-def final_documents(stages: dict) -> dict:
-    """The last document stage that ran: domains, else quality filter, else dedup, else extraction."""
-    return next(stages[name] for name in ("domains", "quality_filter", "dedup", "extract") if name in stages)

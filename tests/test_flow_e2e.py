@@ -351,21 +351,19 @@ def test_every_module_a_stage_calls_is_in_its_fingerprint(traced_run):
 IN_PROCESS = """
 import json, sys
 from configs.schema import parse_recipe
-from tasks.dedup.stage import DedupStage
-from tasks.extract.stage import ExtractStage
-from tasks.stage_run import run_in_process
+from tasks.pipeline import DEDUP, EXTRACT, in_process, run_pipeline
 
 recipe = parse_recipe(json.loads(sys.argv[1]))
-extract = run_in_process(ExtractStage(recipe), recipe.store)
-dedup = run_in_process(DedupStage(recipe, extract), recipe.store)
+stages = run_pipeline(recipe, in_process, (EXTRACT, DEDUP))
+extract, dedup = stages["extract"], stages["dedup"]
 print(json.dumps({"extract": extract["digest"], "dedup": dedup["digest"], "cached": dedup["cached"],
                   "loaded": [name for name in ("prefect", "distributed", "mlflow") if name in sys.modules]}))
 """
 
 
 def test_a_stage_runs_without_prefect_to_the_same_output(first_run, recipe, tmp_path):
-    """A stage object runs in one process (`tasks.stage_run.run_in_process`), with neither Prefect, Dask nor MLflow
-    loaded: the same fingerprints and the same bytes as the Prefect + Dask run (the manifests' digests)."""
+    """The pipeline's first stages run in one process (`tasks.pipeline.in_process`), with neither Prefect, Dask nor
+    MLflow loaded: the same fingerprints and the same bytes as the Prefect + Dask run (the manifests' digests)."""
     raw = recipe.model_dump(mode="json") | {"store": str(tmp_path / "store")}
     done = subprocess.run([sys.executable, "-c", IN_PROCESS, json.dumps(raw)], capture_output=True, text=True,
                           timeout=600)

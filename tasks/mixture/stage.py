@@ -9,7 +9,7 @@ from pathlib import Path
 
 from configs.schema import Recipe
 from storage.manifest import Manifest, ShardEntry
-from storage.stage_figures import MixtureFigures
+from storage.stage_figures import MixtureFigures, TokenizerFigures
 from storage.stage_result import StageResult, parent_of
 from tasks.fan_out import in_background
 from tasks.mixture.card import card_markdown, weights_png
@@ -26,7 +26,11 @@ class MixtureStage:
     recipe: Recipe
     tokens: StageResult
     documents: StageResult
-    vocab_size: int
+    tokenizer: StageResult       # the tokens' tokenizer: its vocabulary size sizes the shards' ids
+
+    @property
+    def vocab_size(self) -> int:
+        return TokenizerFigures.of(self.tokenizer).vocab_size
 
     @cached_property
     def spec(self) -> StageSpec:
