@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from storage.document_shard import read_documents
-from storage.manifest import ShardEntry
 from storage.stage_result import StageResult, parent_of, stage_shard_urls
-from tasks.stage import StageContext, StageOutput, StageSpec, Steps
+from tasks.shard_result import ShardResult
+from tasks.stage import StageContext, StageOutput, StageSpec, Steps, shard_entry, summed_stats
 from tasks.stats import StageStats
 
 
@@ -28,19 +28,19 @@ class CharacterCountStage:
     def produce(self, stage: StageContext, steps: Steps) -> StageOutput:
         jobs = list(enumerate(stage_shard_urls(self.documents)))
         results = steps.map(count_shard, jobs, "character count", stage_dir=stage.stage_dir)
-        shards = [ShardEntry(path=result["path"], bytes=result["bytes"], sha256=result["sha256"],
-                             documents=result["documents"], sources=[result["source"]]) for result in results]
-        documents = sum(shard.documents for shard in shards)
-        return StageOutput(shards=shards, stats=StageStats(candidates=documents, documents_out=documents))
+        return StageOutput(shards=[shard_entry(stage.stage_dir, result) for result in results],
+                           stats=summed_stats(results))
 
 
 def count_shard(job: tuple[int, str], stage_dir: str) -> dict:
+    """A shard task's result (tasks/shard_result.py) for one document shard's counts file."""
     index, url = job
     texts = read_documents(url, columns=["text"]).column("text").to_pylist()
     data = json.dumps({"documents": len(texts), "characters": sum(map(len, texts))}).encode()
-    path = f"counts-{index:03d}.json"
+    output = os.path.join(stage_dir, f"counts-{index:03d}.json")
     os.makedirs(stage_dir, exist_ok=True)
-    with open(os.path.join(stage_dir, path), "wb") as handle:
+    with open(output, "wb") as handle:
         handle.write(data)
-    return {"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "documents": len(texts),
-            "source": url}
+    return ShardResult(inputs=(url,), output=output, output_bytes=len(data),
+                       output_sha256=hashlib.sha256(data).hexdigest(),
+                       stats=StageStats(candidates=len(texts), documents_out=len(texts))).to_dict()
