@@ -39,18 +39,21 @@ class RMSNorm(nn.Module):
 
 
 def rotary_tables(config: ModelConfig, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of each position's rotation angles, (seq_len, head_dim / 2)."""
+    """Each position's rotation as two tables of shape (seq_len, head_dim / 2, 2): (cos, cos) and (-sin, sin) for
+    each pair of channels, so that `apply_rotary` rotates every pair at once."""
     inverse = 1.0 / config.rope_theta ** (torch.arange(0, config.head_dim, 2, device=device).float() / config.head_dim)
     angles = torch.outer(torch.arange(config.seq_len, device=device).float(), inverse)
-    return angles.cos(), angles.sin()
+    cos, sin = angles.cos(), angles.sin()
+    return torch.stack((cos, cos), dim=-1), torch.stack((-sin, sin), dim=-1)
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate pairs (x[2i], x[2i+1]) of x (batch, heads, time, head_dim) by the position's angles."""
-    even, odd = x.float()[..., 0::2], x.float()[..., 1::2]
-    cos, sin = cos[: x.shape[-2]], sin[: x.shape[-2]]
-    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
-    return rotated.flatten(-2).type_as(x)
+    """Rotate pairs (x[2i], x[2i+1]) of x (batch, time, heads, head_dim) by the position's angles: (x[2i] cos -
+    x[2i+1] sin, x[2i+1] cos + x[2i] sin), the same floats as the textbook form, with fewer passes over x."""
+    pairs = x.float().unflatten(-1, (-1, 2))
+    time = x.shape[1]
+    cos, sin = cos[:time, None], sin[:time, None]                      # broadcast over heads
+    return (pairs * cos + pairs.flip(-1) * sin).flatten(-2).type_as(x)
 
 
 class Attention(nn.Module):
@@ -69,9 +72,8 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         batch, time, _ = x.shape
         q, k, v = (projection(x).view(batch, time, -1, self.head_dim) for projection in (self.q, self.k, self.v))
-        q = apply_rotary(self.q_norm(q).transpose(1, 2), cos, sin)      # (batch, heads, time, head_dim)
-        k = apply_rotary(self.k_norm(k).transpose(1, 2), cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True, scale=self.scale)
+        q, k = (apply_rotary(norm(t), cos, sin).transpose(1, 2) for norm, t in ((self.q_norm, q), (self.k_norm, k)))
+        y = F.scaled_dot_product_attention(q, k, v.transpose(1, 2), is_causal=True, scale=self.scale)   # (b, h, t, d)
         return self.out(y.transpose(1, 2).reshape(batch, time, -1))
 
 

@@ -17,7 +17,7 @@ Formulas, and where they come from:
   share (Narayanan et al. 2021, its first rank's warm-up), each at most m; plus one micro-batch's loss (on the last rank: an upper
   bound for every rank). Tensor parallelism with sequence parallelism divides every activation by tensor_parallel.
 - Activations per layer: what one block of this model keeps for its backward pass, counted from autograd's saved
-  tensors (`layer_bytes_per_element`: eager 54 + 8 F bytes per element of its input in bf16, compiled 22 + 6 F,
+  tensors (`layer_bytes_per_element`: eager 52 + 8 F bytes per element of its input in bf16, compiled 20 + 6 F,
   F = ffn_dim / d_model; Korthikanti et al. 2022 count 34 for GPT's block), doubled in fp32; with activation
   checkpointing each layer's input (2 bytes per element) plus one layer recomputed; plus the loss's
   (`loss_bytes`: it computes the logits a chunk of rows at a time, so their whole (tokens, vocab) array is never
@@ -50,7 +50,7 @@ PEAK_FLOPS = {("h100", "bf16"): 989e12, ("h200", "bf16"): 989e12, ("a100-40gb", 
               ("h200", "fp32"): 67e12, ("a100-40gb", "fp32"): 19.5e12, ("a100-80gb", "fp32"): 19.5e12}
 DEVICE_MEMORY_GB = {"h100": 80, "h200": 141, "a100-40gb": 40, "a100-80gb": 80}
 STATE_BYTES = {"bf16": (2, 2, 12), "fp16": (2, 2, 12), "fp32": (4, 4, 8)}   # parameters, gradients, optimizer
-ACTIVATION_BYTES = {"eager": (54, 8), "compiled": (22, 6)}  # per element: base + per_ffn * ffn_dim / d_model
+ACTIVATION_BYTES = {"eager": (52, 8), "compiled": (20, 6)}  # per element: base + per_ffn * ffn_dim / d_model
 GB = 1e9
 DEFAULT_STEPS = 100
 
