@@ -56,7 +56,7 @@ def timed_run(recipe: Path, env: dict, extra: list[str], first_task) -> dict:
     shutil.rmtree(WORK / "startup" / recipe.stem / "store", ignore_errors=True)    # computed, never a cache hit
     began = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     started = time.perf_counter()
-    done = subprocess.run([PYTHON, "-m", "flows.cli", "run", str(recipe), *extra], cwd=ROOT, env=env,
+    done = subprocess.run([PYTHON, "-m", "cli", "run", str(recipe), *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     total = time.perf_counter() - started
     if done.returncode != 0:
@@ -81,7 +81,7 @@ class Server:
         self.env = bench_env() | {"SLUICE_STATE_DIR": str(WORK / "startup" / "server")}
         self.log = open(WORK / "startup" / "server.log", "w")
         self.process = subprocess.Popen(
-            [PYTHON, "-m", "flows.cli", "server", "--dask-workers", "1", "--prefect-port", str(self.ports["prefect"]),
+            [PYTHON, "-m", "cli", "server", "--dask-workers", "1", "--prefect-port", str(self.ports["prefect"]),
              "--mlflow-port", str(self.ports["mlflow"]), "--dask-port", str(self.ports["dask"]),
              "--dask-dashboard-port", str(self.ports["dashboard"])],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)

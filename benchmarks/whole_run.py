@@ -4,7 +4,7 @@
 
 Per size n (n bench corpora of distinct seeds, `sluice corpus --size bench --seed 0..n-1`, benchmarks/scale.py's),
 alternately, each in a fresh process:
-- sluice: `sluice run` (`python -m flows.cli run`) of the full recipe of configs/demo.yaml without its training
+- sluice: `sluice run` (`python -m cli run`) of the full recipe of configs/demo.yaml without its training
   (extract, dedup, quality models, scores and filter, domains, tokenizer, tokenize, mixture) on `--workers` Dask
   workers, with a fresh store: the command a user types, its temporary Prefect server and its preflight included;
   each stage's figures read from its manifest in the store;
@@ -48,7 +48,7 @@ def measure_sluice(inputs: list[Path], workers: int, label: str) -> dict:
     recipe = bench_recipe(store, [str(path) for path in inputs], workers, "whole-run", {"train": {"enabled": False}})
     recipe_file = WORK / "whole-run.yaml"
     recipe_file.write_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False))
-    _, cost = run_child([PYTHON, "-m", "flows.cli", "run", str(recipe_file)], label, prints_json=False)
+    _, cost = run_child([PYTHON, "-m", "cli", "run", str(recipe_file)], label, prints_json=False)
     manifests = sorted((json.loads(path.read_text()) for path in store.glob("*/*/manifest.json")),
                        key=lambda manifest: manifest["created"])       # in the order the stages ran
     stages = {manifest["stage"]: manifest["stats"] for manifest in manifests}

@@ -1,4 +1,4 @@
-"""Prefect flows: composition, parameters and the `sluice` command. The data logic lives in `tasks/`."""
+"""Prefect flows: composition and parameters (the `sluice` command is cli/). The data logic lives in `tasks/`."""
 from flows.environment import apply_quiet_defaults
 
 apply_quiet_defaults()

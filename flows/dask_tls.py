@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flows.cluster_secrets import CA_CERT, NODE_CERT, NODE_KEY, SCHEDULER_CERT, SCHEDULER_KEY
-
+# The certificates' file names in the folder `sluice secrets` makes (services/cluster_secrets.py)
+CA_CERT, CA_KEY = "ca.pem", "ca-key.pem"
+SCHEDULER_CERT, SCHEDULER_KEY = "scheduler.pem", "scheduler-key.pem"
+NODE_CERT, NODE_KEY = "node.pem", "node-key.pem"
 CA_FILE_ENV = "DASK_DISTRIBUTED__COMM__TLS__CA_FILE"
 # Workers open clients too (a task that reaches the scheduler): the node certificate serves both roles.
 NODE_ENV = {"DASK_DISTRIBUTED__COMM__TLS__WORKER__CERT": NODE_CERT,

@@ -196,7 +196,7 @@ def test_each_trained_model_is_an_mlflow_logged_model_that_scores_and_samples_by
     scores = bits_per_byte_by_domain(nll, suite)
     assert scores["macro"] == pytest.approx(run.data.metrics["suite_bpb/macro"], abs=1e-4)
 
-    sampled = subprocess.run([sys.executable, "-m", "flows.cli", "sample", uri, "The", "--new-tokens", "8"],
+    sampled = subprocess.run([sys.executable, "-m", "cli", "sample", uri, "The", "--new-tokens", "8"],
                              capture_output=True, text=True, timeout=300)
     assert sampled.returncode == 0, sampled.stderr[-2000:]
     assert sampled.stdout.startswith("The") and len(sampled.stdout.strip()) > len("The")
@@ -283,7 +283,7 @@ def test_rerunning_a_finished_ablation_trains_nothing(ablation_runs):
 
 
 def test_sluice_compare_prints_the_table_from_mlflow(ablation_runs, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     first, _, _ = ablation_runs
     assert main(["compare", first["mlflow_run_id"]]) == 0

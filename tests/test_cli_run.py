@@ -39,7 +39,7 @@ def test_sluice_run_starts_and_stops_its_own_temporary_prefect_server(data_dir, 
     prefect_database.copy_to(prefect_home)          # migrated already: the test is about the server, not migrations
     env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
         "PREFECT_HOME": str(prefect_home)}
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "recipe cli-cold:" in done.stdout and "extract: 1 documents" in done.stdout, done.stdout

@@ -87,7 +87,7 @@ def untrained(logged_model, split_pages, tmp_path_factory) -> dict:
 def test_sluice_eval_logs_the_local_tasks_metrics_to_the_models_run(logged_model, untrained, data_dir, capsys):
     import mlflow
 
-    from flows.cli import main
+    from cli.main import main
     from flows.downstream_eval import evaluate_model
 
     capsys.readouterr()
@@ -131,7 +131,7 @@ def test_sluice_eval_logs_the_local_tasks_metrics_to_the_models_run(logged_model
 
 
 def test_an_unknown_task_names_the_local_task_and_how_to_run_hub_tasks(logged_model, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     capsys.readouterr()
     assert main(["eval", logged_model["uri"], "--tasks", f"{TASK_NAME},no_such_task"]) == 2

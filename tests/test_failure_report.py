@@ -30,7 +30,7 @@ def test_too_little_data_for_the_quality_models_is_reported_once_without_a_trace
               "mixture": {"enabled": False}, "mlflow": {"experiment": "too-little"}}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     env = os.environ | prefect_api_env() | {"SLUICE_STATE_DIR": str(tmp_path / "state")}
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     output = done.stdout + done.stderr
     assert done.returncode == 2, output

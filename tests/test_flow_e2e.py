@@ -378,7 +378,7 @@ def test_the_token_stages_export_to_megatron(first_run, tmp_path):
     documents as the shards the trainer reads (storage.megatron_shard)."""
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-    from flows.cli import main
+    from cli.main import main
     from storage.manifest import Manifest
     from storage.token_shard import TokenShard
 
@@ -396,7 +396,7 @@ def test_sluice_why_follows_a_document_through_the_stages(first_run, capsys):
     """Every document dedup removed as a duplicate is in its cluster table beside the copy kept; `sluice why` answers
     for an exact and a near duplicate (naming the copy kept and the similarity to it), a document the quality filter
     dropped, and one kept to the end."""
-    from flows.cli import main
+    from cli.main import main
     from flows.document_fate import curation_run_fates
     from storage.parquet import read_table
 

@@ -28,7 +28,7 @@ EDGE_CASES = ["", " ", "  leading, inner   and trailing  ", "tab\tand\nnewline",
 
 @pytest.fixture(scope="module")
 def exported(logged_model, tmp_path_factory) -> Path:
-    from flows.cli import main
+    from cli.main import main
 
     out = tmp_path_factory.mktemp("exported") / "hf"
     assert main(["export", logged_model["uri"], str(out)]) == 0
@@ -78,7 +78,7 @@ def test_mup_multipliers_and_rotary_layout_map_to_the_same_logits(parametrizatio
 def test_greedy_generation_equals_sluice_sample(exported, logged_model, split_pages, capsys):
     from transformers import AutoTokenizer
 
-    from flows.cli import main
+    from cli.main import main
 
     loaded, hf_model = _sluice_and_transformers(exported, logged_model)
     hf_tokenizer = AutoTokenizer.from_pretrained(exported)
@@ -158,7 +158,7 @@ def test_sentencepiece_settings_without_an_equivalent_are_refused(split_pages, t
 def test_a_refused_export_names_the_setting_and_writes_nothing(logged_model, split_pages, tmp_path, capsys):
     import mlflow
 
-    from flows.cli import main
+    from cli.main import main
     from flows.logged_model import log_language_model
 
     tokenizer = tmp_path / "user_defined.model"

@@ -10,22 +10,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = "_work"          # benchmarks/_work: what benchmarks make (gitignored)
-PROJECT = ("flows", "tasks", "training", "tracking", "storage", "configs", "dev", "benchmarks", "tests")
+PROJECT = ("cli", "services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev", "benchmarks",
+           "tests")
 # package -> the other project packages its modules may import
 ALLOWED = {
-    "flows": {"tasks", "training", "tracking", "storage", "configs", "dev"},    # dev: the CLI's `sluice corpus`
+    "cli": {"services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev"},   # dev: `sluice corpus`
+    "services": {"flows", "tracking", "storage", "configs"},     # flows: how the workers it starts are configured
+    "flows": {"tasks", "training", "tracking", "storage", "configs"},
     "tasks": {"tracking", "storage", "configs"},
     "training": {"tracking", "storage", "configs"},
     "tracking": {"storage", "configs"},
     "storage": {"configs"},
     "configs": set(),
     "dev": {"tasks", "storage", "configs"},
-    "benchmarks": {"flows", "tasks", "training", "tracking", "storage", "configs", "dev"},
-    "tests": {"flows", "tasks", "training", "tracking", "storage", "configs", "dev"},    # not benchmarks
+    "benchmarks": {"cli", "services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev"},
+    # not benchmarks
+    "tests": {"cli", "services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev"},
 }
 # a framework -> the packages that may import it (tests and benchmarks use them all)
 CONFINED = {"prefect": {"flows"}, "prefect_dask": {"flows"}, "dask": {"flows"}, "distributed": {"flows"},
-            "mlflow": {"flows", "tracking"},
+            "mlflow": {"cli", "flows", "tracking"},     # cli: a model loaded by URI, MLflow's errors reported
             # the Hugging Face export: the model's mapping (training) and the tokenizer's conversion (tasks)
             "transformers": {"training", "tasks"},
             # `sluice eval`: lm-evaluation-harness runs from the flows; a local task's data is built in tasks

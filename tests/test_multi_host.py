@@ -20,9 +20,9 @@ import httpx
 import pytest
 import yaml
 
-from flows.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY, make_cluster_secrets
+from services.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY, make_cluster_secrets
 from flows.dask_tls import NODE_ENV, REQUIRE_ENCRYPTION_ENV, SCHEDULER_ENV, client_tls_problems, tls_env
-from flows.multi_host import mlflow_auth_config
+from services.multi_host import mlflow_auth_config
 from flows.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ WARC = "warc/commoncrawl/whirlwind-python/whirlwind.warc.gz"
 
 
 def _sluice(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=env or os.environ.copy(),
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env or os.environ.copy(),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -123,7 +123,7 @@ def cluster(tmp_path_factory, data_dir, prefect_database):
     prefect_database.copy_to(base / "state" / "server" / "prefect")      # migrated: where `sluice server` keeps it
     output = open(base / "server.out", "w+")
     process = subprocess.Popen(
-        [sys.executable, "-m", "flows.cli", "server", "--multi-host", "--host", "127.0.0.1", "--certs",
+        [sys.executable, "-m", "cli", "server", "--multi-host", "--host", "127.0.0.1", "--certs",
          str(base / "secrets"), "--dask-workers", "1", "--deployments", "", "--prefect-port", str(ports["prefect"]),
          "--mlflow-port", str(ports["mlflow"]), "--dask-port", str(ports["dask"]), "--dask-dashboard-port",
          str(ports["dashboard"])], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)

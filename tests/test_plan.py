@@ -88,7 +88,7 @@ def test_pipeline_bubble_and_a_run_that_does_not_fit():
 
 
 def test_plan_command_prints_and_refuses(tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["plan", "configs/train_seed003.yaml", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens_per_update"] == 33_554_432
@@ -159,7 +159,7 @@ def test_memory_per_rank_follows_the_layout():
 
 
 def test_plan_takes_a_recipe_and_reports_a_bad_file_one_line_per_field(tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     assert main(["plan", "configs/demo.yaml", "--json"]) == 0         # the recipe's train section, as the flow sizes it
     figures = json.loads(capsys.readouterr().out)

@@ -73,7 +73,7 @@ def test_a_recipe_this_machine_cannot_run_stops_before_anything_starts(case, dat
     prefect_home = tmp_path / "prefect"
     env = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"} | {
         "PREFECT_HOME": str(prefect_home)}
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=120)
     output = done.stdout + done.stderr
     assert done.returncode == 2, output

@@ -105,7 +105,7 @@ class Server:
                                  "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "4"}
         prefect_database.copy_to(self.state / "server" / "prefect")     # migrated: where `sluice server` keeps it
         self.output = open(setup["base"] / "server.out", "w+")
-        self.process = subprocess.Popen([sys.executable, "-m", "flows.cli", "server", *self.args], cwd=ROOT,
+        self.process = subprocess.Popen([sys.executable, "-m", "cli", "server", *self.args], cwd=ROOT,
                                         env=self.env, stdout=self.output, stderr=subprocess.STDOUT)
         self.api = httpx.Client(base_url=f"http://127.0.0.1:{self.ports['prefect']}/api", timeout=30)
         self.mlflow_url = f"http://127.0.0.1:{self.ports['mlflow']}"
@@ -207,7 +207,7 @@ def test_the_server_prints_its_urls_and_serves_typed_deployments(server):
 
 
 def test_a_second_server_on_the_same_ports_says_so(server):
-    second = subprocess.run([sys.executable, "-m", "flows.cli", "server", *server.args], cwd=ROOT,
+    second = subprocess.run([sys.executable, "-m", "cli", "server", *server.args], cwd=ROOT,
                             env=server.env | {"SLUICE_STATE_DIR": str(server.state) + "-second"},
                             capture_output=True, text=True, timeout=60)
     assert second.returncode == 2
@@ -325,7 +325,7 @@ def test_the_demo_from_the_cli_the_readme_and_the_ui_completes_in_one_mlflow(ser
 
     env = {key: value for key, value in server.env.items() if key != "MLFLOW_TRACKING_URI"} | {
         "PREFECT_API_URL": f"http://127.0.0.1:{server.ports['prefect']}/api"}
-    cli = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/demo.yaml", "--dask-address",
+    cli = subprocess.run([sys.executable, "-m", "cli", "run", "configs/demo.yaml", "--dask-address",
                           f"tcp://127.0.0.1:{server.ports['dask']}"], cwd=setup["demo_dir"], capture_output=True,
                          env=env | {"MLFLOW_TRACKING_URI": f"sqlite:///{server.state / 'mlflow.db'}"}, text=True,
                          timeout=300)

@@ -94,7 +94,7 @@ def test_a_rerun_trains_and_fits_nothing_and_continues_the_same_parent_run(sweep
 
 
 def test_a_fitted_law_sizes_a_run_in_sluice_plan(sweep_runs, tmp_path, capsys):
-    from flows.cli import main
+    from cli.main import main
 
     first, _ = sweep_runs
     law = tmp_path / "law.json"

@@ -134,8 +134,9 @@ def test_the_steps_table_and_chart_mark_what_is_called(tmp_path):
 def test_sluice_ablate_flags_set_rounds_split_and_reuse_over_the_file(capsys):
     from types import SimpleNamespace
 
+    from cli.main import main
+    from cli.training_commands import ablation_with_flags
     from configs.ablation import load_ablation
-    from flows.cli import ablation_with_flags, main
 
     shipped = load_ablation("configs/ablation.yaml")
     flags = SimpleNamespace(ablation="configs/ablation.yaml", reuse_older_runs=True, variance_split=True,

@@ -22,9 +22,8 @@ import os
 import secrets
 from pathlib import Path
 
-CA_CERT, CA_KEY = "ca.pem", "ca-key.pem"
-SCHEDULER_CERT, SCHEDULER_KEY = "scheduler.pem", "scheduler-key.pem"
-NODE_CERT, NODE_KEY = "node.pem", "node-key.pem"
+from flows.dask_tls import CA_CERT, CA_KEY, NODE_CERT, NODE_KEY, SCHEDULER_CERT, SCHEDULER_KEY
+
 CREDENTIALS = "credentials.env"
 MLFLOW_ADMIN = "admin"
 FILES = (CA_CERT, CA_KEY, SCHEDULER_CERT, SCHEDULER_KEY, NODE_CERT, NODE_KEY, CREDENTIALS)

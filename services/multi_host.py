@@ -20,8 +20,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from flows.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY
 from flows.dask_tls import tls_env
+from services.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY
 
 AUTH_STRING_ENV = "PREFECT_API_AUTH_STRING"
 USERNAME_ENV, PASSWORD_ENV = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"

@@ -7,7 +7,7 @@
 - the deployments process (`flows/deployments.py`) serving `configs/deployments.yaml` against that Prefect
   server, its flow runs logging to the MLflow server and computing on the Dask cluster.
 
-On loopback only, unless `--multi-host` (flows/multi_host.py): then Prefect asks for its auth string, MLflow for
+On loopback only, unless `--multi-host` (services/multi_host.py): then Prefect asks for its auth string, MLflow for
 basic-auth credentials and Dask for TLS certificates, and the dashboards stay on loopback.
 
 Every port is checked before anything starts (a second server on busy ports stops with the port named); each
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flows.dask_tls import REQUIRE_ENCRYPTION_ENV, tls_env
-from flows.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
-                              host_problems, mlflow_auth_config, mlflow_login_refused)
 from flows.processes import kill_process_group
+from services.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
+                                 host_problems, mlflow_auth_config, mlflow_login_refused)
 from storage.locations import state_dir
 from tracking.store import SERVER_RECORD, local_artifact_root, local_tracking_uri
 
