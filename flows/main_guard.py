@@ -46,9 +46,16 @@ def unguarded_line() -> int | None:
 
 
 def _is_main_guard(node: ast.stmt) -> bool:
-    """`if __name__ == "__main__":` (either side of the ==)."""
-    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare) or len(node.test.comparators) != 1:
+    """`if __name__ == "__main__":` (either side of the ==), alone or as one term of an `and`."""
+    if not isinstance(node, ast.If):
         return False
-    sides = {ast.unparse(node.test.left), ast.unparse(node.test.comparators[0])}
-    return isinstance(node.test.ops[0], ast.Eq) and sides == {"__name__", "'__main__'"}     # unparse quotes with '
+    terms = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
+        else [node.test]
+    return any(_is_main_test(term) for term in terms)
 
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not isinstance(test, ast.Compare) or len(test.comparators) != 1:
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return isinstance(test.ops[0], ast.Eq) and sides == {"__name__", "'__main__'"}     # unparse quotes with '

@@ -38,9 +38,11 @@ def test_a_guarded_script_and_a_guarded_call_through_a_function_pass_the_check(t
 
     from flows.main_guard import _is_main_guard
 
-    for guard in ('if __name__ == "__main__":', "if '__main__' == __name__:"):
+    for guard in ('if __name__ == "__main__":', "if '__main__' == __name__:",
+                  'if __name__ == "__main__" and sys.argv[1:2] == ["child"]:'):      # benchmarks/harness.py's
         assert _is_main_guard(ast.parse(f"{guard}\n    pass\n").body[0])
-    assert not _is_main_guard(ast.parse("if __name__ != '__main__':\n    pass\n").body[0])
+    for not_a_guard in ("if __name__ != '__main__':", "if __name__ == '__main__' or True:"):
+        assert not _is_main_guard(ast.parse(f"{not_a_guard}\n    pass\n").body[0])
     probe = "\nfrom flows.main_guard import unguarded_line\n\ndef probe():\n    print('line', unguarded_line())\n"
     guarded = _run(tmp_path, probe + "\nif __name__ == '__main__':\n    probe()\n")
     assert guarded.stdout.strip() == "line None", guarded.stderr
