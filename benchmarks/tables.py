@@ -57,7 +57,7 @@ def span(ordered: list[str], separator: str) -> str:
 RECORDING_COMMITS = {
     "ablation.json": "307e3d3",
     "ablation_fixed_draw.json": "95efe37", "ablation_sentencepiece_defaults.json": "eb8d3c6",
-    "curation_quality.json": "1a04c30", "training_science.json": "cfe5ee7", "batch_ramp.json": "4e17a65",
+    "curation_quality.json": "1a04c30", "training_science.json": "cfe5ee7",
 }
 
 
