@@ -30,7 +30,7 @@ def c4_attributes(text: str, rules: C4LineRules) -> dict:
     for line in lines:
         line = line.strip()
         words = line.split()
-        if any(len(word) > rules.max_word_length for word in words):
+        if max(map(len, words), default=0) > rules.max_word_length:
             continue
         if rules.remove_citations:
             line = _CITATION.sub("", line)

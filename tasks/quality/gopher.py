@@ -5,6 +5,8 @@ threshold never recomputes these.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from tasks.quality.stop_words import stop_words_for
@@ -18,22 +20,26 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 def gopher_quality(text: str, words: list[str], lang: str | None) -> dict:
     """Word-count, word-length, symbol, bullet, ellipsis, alphabetic and stop-word measurements.
 
-    Word-based measurements are None for languages written without spaces (their rules do not apply)."""
+    Word-based measurements are None for languages written without spaces (their rules do not apply). Each distinct
+    word is judged once, weighted by how often it occurs (a text repeats most of its words)."""
     lines = text.splitlines() or [""]
     n_words = max(len(words), 1)
-    content_words = [word for word in words if not punctuation_only(word)]
+    counts = Counter(words)
+    content = [(word, count) for word, count in counts.items() if not punctuation_only(word)]
+    content_words = sum(count for _, count in content)
     spaced = (lang or "").split("_")[0] not in UNSPACED_LANGUAGES
     stop_words = stop_words_for(lang) if spaced else None
     return {
-        "gopher_words": len(content_words) if spaced else None,
-        "gopher_avg_word_length": (float(np.mean([len(word) for word in content_words])) if content_words else 0.0)
-        if spaced else None,
+        "gopher_words": content_words if spaced else None,
+        # the integer sum is exact, so this is the mean numpy gives over the content words' lengths
+        "gopher_avg_word_length": (sum(len(word) * count for word, count in content) / content_words
+                                   if content_words else 0.0) if spaced else None,
         "gopher_hash_ratio": text.count("#") / n_words,
         "gopher_ellipsis_ratio": (text.count("...") + text.count("…")) / n_words,
         "gopher_bullet_lines_ratio": sum(line.lstrip().startswith(("•", "-")) for line in lines) / len(lines),
         "gopher_ellipsis_lines_ratio": sum(line.rstrip().endswith(("...", "…")) for line in lines) / len(lines),
-        "gopher_alpha_words_ratio": sum(_has_letter(word) for word in words) / n_words,
-        "gopher_stop_words": len(stop_words.intersection(words)) if stop_words is not None else None,
+        "gopher_alpha_words_ratio": sum(count for word, count in counts.items() if _has_letter(word)) / n_words,
+        "gopher_stop_words": len(stop_words.intersection(counts)) if stop_words is not None else None,
     }
 
 
@@ -55,7 +61,7 @@ def gopher_repetition(text: str, words: list[str]) -> dict:
         "rep_dup_line_char_frac": dup_line_chars / length,
     }
     ids = _word_ids(words)
-    word_chars = np.fromiter((len(word) for word in words), np.int64, len(words))
+    word_chars = np.fromiter(map(len, words), np.int64, len(words))
     for n in TOP_NGRAMS:
         attributes[f"rep_top_{n}gram_char_frac"] = _top_ngram_chars(ids, word_chars, n) / length
     for n in DUPLICATE_NGRAMS:
@@ -77,8 +83,9 @@ def duplicates(items: list[str]) -> tuple[int, int]:
 
 
 def _word_ids(words: list[str]) -> np.ndarray:
-    vocabulary: dict[str, int] = {}
-    return np.fromiter((vocabulary.setdefault(word, len(vocabulary)) for word in words), np.uint64, len(words))
+    """Each word's id: the order of its first occurrence."""
+    vocabulary = {word: index for index, word in enumerate(dict.fromkeys(words))}
+    return np.fromiter(map(vocabulary.__getitem__, words), np.uint64, len(words))
 
 
 def _ngram_hashes(ids: np.ndarray, n: int) -> np.ndarray:

@@ -41,6 +41,9 @@ def split_words(text: str) -> list[str]:
             words.extend((chunk[:split], chunk[split:]) if split else (chunk,))
         elif not any(char.isalnum() for char in chunk):
             words.extend((chunk,) if chunk in _WHOLE_MARKS else _MULTI_MARK.findall(chunk))
+        elif chunk[:-1].isalnum() and chunk[-1] not in _KEPT_SUFFIXES:
+            # a word and one mark ("end.", "so,"): what _split_chunk makes of it, without its loops and regexes
+            words.extend((chunk,) if _ABBREVIATION.match(chunk) else (chunk[:-1], chunk[-1]))
         else:
             _split_chunk(chunk, words)
     return words
