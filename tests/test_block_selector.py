@@ -84,16 +84,18 @@ def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
     split moves blocks that sit near the threshold; a different threshold or features, or an untrained model, moves
     far more), and the training pages' WCXB word F1 within 0.002 (a tenth of the gap between the selector and main
     content on the held-out split, docs/stages.md)."""
-    from dev.block_selector import WEIGHTS_MODULE, candidate_pages, trained
+    from dev.block_selector import candidate_pages, trained
     from tasks.extract.block_selector import forest, probabilities
-    from tasks.extract.block_selector_weights import THRESHOLD, TREES
+    from tasks.extract.model_files import BLOCK_SELECTOR, load_model
 
     if not (data_dir / "html" / "wcxb" / "metadata.json").exists():
         pytest.skip("WCXB is not staged in the shared data (PROVENANCE.md section 9)")
     wcxb, trafilatura = candidate_pages(data_dir)
     trees, threshold, blocks = trained(wcxb, trafilatura)
-    assert f"fitted on {blocks} labelled blocks" in WEIGHTS_MODULE.read_text()
-    models = {"committed": (forest(TREES), THRESHOLD), "retrained": (forest(trees), threshold)}
+    committed = load_model(BLOCK_SELECTOR, FEATURE_NAMES)
+    assert committed["blocks"] == blocks
+    models = {"committed": (forest(committed["trees"]), committed["threshold"]),
+              "retrained": (forest(trees), threshold)}
     rows = np.vstack([page.features for page in wcxb + trafilatura if page.blocks])
     kept = {name: probabilities(model, rows) > cut for name, (model, cut) in models.items()}
     assert (kept["committed"] == kept["retrained"]).mean() >= 0.99
@@ -113,3 +115,34 @@ def _word_f1(page, model, cut: float) -> float:
 
     (text,) = texts_at([page], lambda features: probabilities(model, features), [cut])[cut]
     return word_f1(text, page.page.main_content)
+
+
+def test_the_extract_fingerprint_holds_the_model_files_the_recipe_uses(small_corpus, tmp_path, monkeypatch):
+    """The trees are a data file, not code: its content is in the extract stage's fingerprint when the selector
+    runs, so a retrained model reruns extraction; a recipe without the selector is not rerun for it."""
+    import hashlib
+    import json
+    import shutil
+
+    from configs.schema import load_recipe
+    from tasks.extract import model_files
+    from tasks.extract.stage import ExtractStage
+
+    recipe = load_recipe("configs/demo.yaml")
+    recipe = recipe.model_copy(update={"input": recipe.input.model_copy(
+        update={"paths": [str(small_corpus / "warc")]})})
+    without = recipe.model_copy(update={"extract": recipe.extract.model_copy(update={
+        "html": recipe.extract.html.model_copy(update={"block_selector": False})})})
+    committed = (model_files.MODELS_DIR / model_files.BLOCK_SELECTOR).read_bytes()
+    assert {"model": model_files.BLOCK_SELECTOR, "sha256": hashlib.sha256(committed).hexdigest()} \
+        in ExtractStage(recipe).spec.parents
+    assert not [parent for parent in ExtractStage(without).spec.parents if "model" in parent]
+
+    retrained = tmp_path / "models"
+    shutil.copytree(model_files.MODELS_DIR, retrained)
+    model = json.loads(committed) | {"threshold": 0.45}             # a retrained model's other threshold
+    (retrained / model_files.BLOCK_SELECTOR).write_text(json.dumps(model))
+    before = ExtractStage(recipe).spec.fingerprint, ExtractStage(without).spec.fingerprint
+    monkeypatch.setattr(model_files, "MODELS_DIR", retrained)
+    assert ExtractStage(recipe).spec.fingerprint != before[0]
+    assert ExtractStage(without).spec.fingerprint == before[1]

@@ -108,13 +108,15 @@ def test_retraining_on_the_even_gold_pages_gives_the_committed_weights(data_dir)
     """The classifier's weights are generated from the shared data, not tuned by hand: the trainer reproduces
     them (and a change to the block features without retraining fails here and at first use)."""
     from dev.boilerplate_classifier import fit, labelled_blocks
-    from tasks.extract import boilerplate_weights
     from tasks.extract.block_features import FEATURE_NAMES
+    from tasks.extract.model_files import BOILERPLATE_CLASSIFIER, load_model
 
-    bias, weights = fit(*labelled_blocks(data_dir))
-    assert boilerplate_weights.FEATURES == FEATURE_NAMES
-    assert bias == pytest.approx(boilerplate_weights.BIAS, rel=1e-9)
-    assert list(weights) == pytest.approx(list(boilerplate_weights.WEIGHTS), rel=1e-9, abs=1e-12)
+    features, labels = labelled_blocks(data_dir)
+    bias, weights = fit(features, labels)
+    committed = load_model(BOILERPLATE_CLASSIFIER, FEATURE_NAMES)
+    assert committed["blocks"] == len(labels) and committed["boilerplate_blocks"] == int(labels.sum())
+    assert bias == pytest.approx(committed["bias"], rel=1e-9)
+    assert list(weights) == pytest.approx(committed["weights"], rel=1e-9, abs=1e-12)
 
 
 def test_each_post_filter_can_be_switched_off():

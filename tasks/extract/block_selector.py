@@ -1,9 +1,10 @@
 """Main content chosen block by block from the whole page: a small gradient-boosted tree ensemble over the whole
 page's blocks (tasks/extract/selector_features) that reads whether resiliparse's main-content extraction kept each
 block and its neighbours, so that it can add what main content misses (list items, product details, the rest of a
-listing) and drop what it lets through. Its trees and threshold are generated (tasks/extract/block_selector_weights.py,
-by dev/block_selector.py with LightGBM from the WCXB training split and the even-indexed trafilatura_eval gold pages),
-so a retrained model changes the extract stage's code version and reruns it. The trees are evaluated here with numpy
+listing) and drop what it lets through. Its trees and threshold are a data file (tasks/extract/models/
+block_selector.json, written by dev/block_selector.py with LightGBM from the WCXB training split and the even-indexed
+trafilatura_eval gold pages) whose content is in the extract stage's fingerprint (tasks/extract/model_files.py), so a
+retrained model reruns the stage. The trees are evaluated here with numpy
 (LightGBM is a dev dependency only), all blocks through all trees at once, one tree level a step."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tasks.extract.model_files import BLOCK_SELECTOR, load_model
 from tasks.extract.selector_features import FEATURE_NAMES, selector_features
 
 MIN_MATCHED_SHARE = 0.5   # main content's text mostly absent from the whole page's blocks: keep main content
@@ -84,13 +86,8 @@ def log_odds(model: Forest, rows: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def _model() -> tuple[Forest, float]:
-    # imported when first used, so that the trainer runs whatever the weights file holds
-    from tasks.extract.block_selector_weights import FEATURES, THRESHOLD, TREES
-
-    if FEATURES != FEATURE_NAMES:
-        raise ValueError("tasks/extract/block_selector_weights.py was trained on other features: run "
-                         "dev/block_selector.py")
-    return forest(TREES), THRESHOLD
+    model = load_model(BLOCK_SELECTOR, FEATURE_NAMES)
+    return forest(model["trees"]), model["threshold"]
 
 
 def kept_by_main_content(whole_page: Sequence, main_content: Sequence) -> list[bool] | None:

@@ -1,8 +1,8 @@
 """A logistic regression over block features (tasks/extract/block_features) that reads a block as boilerplate:
 photo credits, bylines, teasers, share and subscribe lines that resiliparse's main-content heuristics keep inside
-the article region. Its weights are generated (tasks/extract/boilerplate_weights.py, by
-dev/boilerplate_classifier.py from the even-indexed gold pages), so a retrained model changes the
-extract stage's code version and reruns it."""
+the article region. Its weights are a data file (tasks/extract/models/boilerplate_classifier.json, written by
+dev/boilerplate_classifier.py from the even-indexed gold pages) whose content is in the extract stage's fingerprint
+(tasks/extract/model_files.py), so a retrained model reruns the stage."""
 from __future__ import annotations
 
 import functools
@@ -10,17 +10,13 @@ import math
 from collections.abc import Sequence
 
 from tasks.extract.block_features import FEATURE_NAMES, block_features
+from tasks.extract.model_files import BOILERPLATE_CLASSIFIER, load_model
 
 
 @functools.cache
 def _model() -> tuple[float, tuple[float, ...]]:
-    # imported when first used, so that the trainer runs whatever the weights file holds
-    from tasks.extract.boilerplate_weights import BIAS, FEATURES, WEIGHTS
-
-    if FEATURES != FEATURE_NAMES:
-        raise ValueError("tasks/extract/boilerplate_weights.py was trained on other block features: run "
-                         "dev/boilerplate_classifier.py")
-    return BIAS, WEIGHTS
+    model = load_model(BOILERPLATE_CLASSIFIER, FEATURE_NAMES)
+    return model["bias"], tuple(model["weights"])
 
 
 def boilerplate_probabilities(blocks: Sequence) -> list[float]:

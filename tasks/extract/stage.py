@@ -11,6 +11,7 @@ from storage.crawl_listing import input_urls
 from storage.fs import WARC_SUFFIXES, file_fingerprint
 from storage.locations import recipe_data_path
 from tasks.extract.langid import recipe_lid_model
+from tasks.extract.model_files import model_identities
 from tasks.extract.shard import ShardJob
 from tasks.extract.task import extract_shard_task
 from tasks.stage import StageContext, StageOutput, StageSpec, Steps, shard_entry, summed_stats
@@ -46,8 +47,10 @@ class ExtractStage:
 
     @cached_property
     def spec(self) -> StageSpec:
-        # What the output depends on besides the config: the WARC files, the language model and the blocklists.
-        models = [file_fingerprint(path) for path in (self.lid_model, *self.config.url_filter.blocklist_files)]
+        # What the output depends on besides the config and the code: the WARC files, the language model, the
+        # blocklists and the extraction's own model files
+        models = [file_fingerprint(path) for path in (self.lid_model, *self.config.url_filter.blocklist_files)] \
+            + model_identities(self.config.html)
         return StageSpec(name="extract",
                          config=self.config.model_dump(mode="json") | {"source": self.recipe.input.source},
                          parents=self.input_identities + models, code_root=__name__)
