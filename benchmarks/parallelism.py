@@ -193,8 +193,8 @@ def instrument(trainer) -> None:
     """SLUICE_TRAIN_HOOK: time this rank's compute and updates, reset its peak resident set, and write its figures
     to $SLUICE_PARALLELISM_OUT/rank-<rank>.json when the training finishes."""
     timer = RankTimer()
-    if trainer.pipeline:
-        schedule = trainer.pipeline.schedule
+    if hasattr(trainer.runner, "schedule"):            # the pipeline's stages (training/pipeline_parallel.py)
+        schedule = trainer.runner.schedule
         for stage in getattr(schedule, "_stages", None) or [schedule._stage]:
             stage.forward_one_chunk = timer.busy_in(stage.forward_one_chunk)
             stage.backward_one_chunk = timer.busy_in(stage.backward_one_chunk)

@@ -13,7 +13,7 @@ recovery of a known law, and `sluice doctor` on the ladder's runs with faults in
   32), 32,768 tokens a run; the best rate's shift across widths in grid steps; and the coordinate check (mean
   |coordinate| per layer after 4 Adam steps, widths 32-256) with its chart `results/mup_coord_check.png`.
 - The doctor: every ladder run as it was tracked (a finding there is a false finding: the runs are healthy), and
-  each drill (training.doctor_drills) injected into the longest run's real history, which must be found alone.
+  each drill (dev.doctor_drills) injected into the longest run's real history, which must be found alone.
 Writes `results/training_science.json`.
 """
 from __future__ import annotations
@@ -105,7 +105,7 @@ def doctor_on_ladder(run_ids: list[str], tracking: str) -> dict:
 
     from flows.doctor import run_history
     from training.doctor import diagnose
-    from training.doctor_drills import FAULTS, MIN_STEPS, inject
+    from dev.doctor_drills import FAULTS, MIN_STEPS, inject
 
     client = mlflow.MlflowClient(tracking)
     histories = {run_id: run_history(client, run_id) for run_id in run_ids}

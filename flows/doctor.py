@@ -10,7 +10,8 @@ import mlflow
 
 from flows.reporting import artifact_key
 from storage.stage_figures import MixtureFigures
-from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC, RunHistory, diagnose, report_text
+from training.doctor import RunHistory, diagnose, report_text
+from training.event_metrics import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
 
 METRICS = ("loss", "val_loss", "lr", "grad_norm", "tokens_per_s", "mfu", "b_noise", "tokens", "batch_sequences",
            SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC)

@@ -1,4 +1,4 @@
-"""`sluice doctor`'s checks: a clean history gives no finding, and each fault (training.doctor_drills), injected
+"""`sluice doctor`'s checks: a clean history gives no finding, and each fault (dev.doctor_drills), injected
 alone into the clean history, gives exactly its own finding. (Real runs: tests/test_train.py checks a clean run, exact resumes and a
 run with spikes and a rollback.)"""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from configs.training import OptimizerSpec
 from training.doctor import RunHistory, diagnose, report_text
-from training.doctor_drills import FAULTS, inject
+from dev.doctor_drills import FAULTS, inject
 from training.lr_schedule import learning_rate
 
 STEPS, VOCAB, EVERY = 200, 4000, 20

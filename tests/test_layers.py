@@ -22,7 +22,7 @@ ALLOWED = {
     "tracking": {"storage", "configs"},
     "storage": {"configs"},
     "configs": set(),
-    "dev": {"tasks", "storage", "configs"},
+    "dev": {"tasks", "training", "storage", "configs"},            # training: the doctor's drills
     "benchmarks": {"cli", "services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev"},
     # not benchmarks
     "tests": {"cli", "services", "flows", "tasks", "training", "tracking", "storage", "configs", "dev"},

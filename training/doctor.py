@@ -28,10 +28,9 @@ from dataclasses import asdict, dataclass, field
 
 from configs.training import OptimizerSpec
 from training.batch_ramp import lr_factor, schedule_position
+from training.event_metrics import RESUME_METRIC, ROLLBACK_METRIC, SCALE_METRIC, SKIPPED_METRIC, SPIKE_METRIC
 from training.lr_schedule import learning_rate
 
-SPIKE_METRIC, ROLLBACK_METRIC, RESUME_METRIC = "spike_loss", "rollback_to", "resumed_at"
-SCALE_METRIC, SKIPPED_METRIC = "loss_scale", "skipped_steps"      # fp16 (training.loss_scale)
 
 
 # A severe finding means the run's numbers cannot be trusted (a bug, leakage, a broken resume or schedule); the

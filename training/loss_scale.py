@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
-from training.doctor import SCALE_METRIC, SKIPPED_METRIC
+from training.event_metrics import SCALE_METRIC, SKIPPED_METRIC
 
 
 class LossScale:
@@ -51,3 +51,36 @@ class LossScale:
     def load_state_dict(self, state: dict) -> None:
         self.scaler.load_state_dict(state["scaler"])
         self.skipped = state["skipped"]
+
+
+class NoLossScale:
+    """fp32 and bf16: the loss scale's calls, doing nothing (the optimizer's step is a plain step), so the training
+    step reads the same under every dtype. Nothing to checkpoint: its state is None, as a run without it saves."""
+    scale = 1.0
+
+    def scaled(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    def unscale(self, optimizer: torch.optim.Optimizer) -> None:
+        pass
+
+    def step(self, optimizer: torch.optim.Optimizer) -> bool:
+        optimizer.step()
+        return False
+
+    def discard(self) -> None:
+        pass
+
+    def figures(self) -> dict:
+        return {}
+
+    def state_dict(self) -> None:
+        return None
+
+    def load_state_dict(self, state: dict | None) -> None:
+        pass
+
+
+def loss_scale(device: torch.device, dtype: str, initial: float) -> LossScale | NoLossScale:
+    """fp16's dynamic loss scale, or the one that does nothing."""
+    return LossScale(device, initial) if dtype == "fp16" else NoLossScale()

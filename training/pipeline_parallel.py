@@ -32,7 +32,7 @@ from torch.distributed.tensor import DTensor
 from configs.training import INTERLEAVED, HardwareSpec
 from training.exact_bpb import window_nll
 from training.loss import loss_function
-from training.loss_scale import LossScale
+from training.loss_scale import LossScale, NoLossScale
 from training.model import Transformer, readout
 from training.parallel import Distributed, shard_model
 from training.tensor_parallel import loss_context
@@ -75,7 +75,7 @@ class PipelineLoss:
     from it), its cross-entropy kept for the log; or, while `reader` is set (forward passes that read the logits:
     the evaluation suite, sampling), what `reader` returns."""
 
-    def __init__(self, z_loss: float, loss_scale: LossScale | None):
+    def __init__(self, z_loss: float, loss_scale: LossScale | NoLossScale):
         self.z_loss, self.loss_scale, self.cross_entropies = z_loss, loss_scale, []
         self.divisor = 1        # micro-batches x accumulated batches of the update: their gradients add up to its mean
         self.reader: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
@@ -85,8 +85,7 @@ class PipelineLoss:
             return self.reader(logits, targets)
         loss, cross_entropy = (_local(value) for value in loss_function(logits, targets, self.z_loss))
         self.cross_entropies.append(cross_entropy.detach())
-        loss = loss / self.divisor
-        return self.loss_scale.scaled(loss) if self.loss_scale else loss
+        return self.loss_scale.scaled(loss / self.divisor)
 
 
 def _local(value: torch.Tensor) -> torch.Tensor:
@@ -95,13 +94,14 @@ def _local(value: torch.Tensor) -> torch.Tensor:
 
 
 class Pipeline:
-    """This rank's stages of the model, sharded over the data-parallel ranks, and the schedule that runs them.
-    `module` holds every parameter this rank trains (for the optimizer, the gradient clip and the checkpoint)."""
+    """This rank's stages of the model, sharded over the data-parallel ranks, and the schedule that runs them: a
+    runner of training/runner.py. `module` holds every parameter this rank trains (for the optimizer, the gradient
+    clip and the checkpoint), `stages` is the pipeline's process group."""
 
     def __init__(self, model: Transformer, env: Distributed, hardware: HardwareSpec, z_loss: float,
-                 compute_dtype: torch.dtype | None, loss_scale: LossScale | None):
+                 compute_dtype: torch.dtype | None, loss_scale: LossScale | NoLossScale, micro_batch_size: int):
         mesh = env.mesh["pp"]
-        self.group, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
+        self.stages, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
         stages = hardware.pipeline_stages
         per_stage = model.config.n_layers // stages
         indices = stage_indices(rank, ranks, hardware.pipeline_schedule)
@@ -115,7 +115,7 @@ class Pipeline:
         self.module = modules[0] if len(modules) == 1 else \
             StageModule(model, sum(layers.values(), []), self.first, self.last)
         self.last_rank = ranks - 1          # the last stage's, under each schedule
-        pipeline_stages = [PipelineStage(module, index, stages, env.device, group=self.group)
+        pipeline_stages = [PipelineStage(module, index, stages, env.device, group=self.stages)
                            for module, index in zip(modules, indices)]
         self.loss = PipelineLoss(z_loss, loss_scale)
         schedule = SCHEDULES[hardware.pipeline_schedule]
@@ -125,11 +125,14 @@ class Pipeline:
                                  n_microbatches=hardware.pipeline_microbatches, loss_fn=self.loss, scale_grads=False)
         self.device, self.microbatches = env.device, hardware.pipeline_microbatches
         self.tensor_parallel, self.vocab_size = env.tensor_parallel, model.config.vocab_size
+        self.batch_shape = (micro_batch_size, model.config.seq_len)
 
-    def step(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int = 1) -> torch.Tensor:
+    def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int = 1, sync: bool = True,
+                    last: bool = True) -> torch.Tensor:
         """Forward and backward passes of one batch's micro-batches, their gradients reduced over the replicas and
         added to the update's (the mean over the update's `accumulation` batches of the micro-batches' mean): their
-        mean cross-entropy, the same on every rank of the pipeline."""
+        mean cross-entropy, the same on every rank of the pipeline. The schedule reduces the gradients at its end
+        whatever `sync` and `last` say."""
         self.loss.divisor = self.microbatches * accumulation
         self._run(self.schedule.step, inputs, targets)
         return self._mean_cross_entropy()
@@ -147,12 +150,12 @@ class Pipeline:
         return self._from_last_stage(torch.cat(rows) if self.last else None, (inputs.shape[0],), torch.float64)
 
     @torch.no_grad()
-    def last_logits(self, tokens: torch.Tensor, batch_shape: tuple[int, int]) -> torch.Tensor:
+    def last_logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """The logits (1, vocab) after the last of tokens (1, time), time up to seq_len (sampling), the same on every
-        rank of the pipeline. The schedule's stages pass on batches of the training's `batch_shape` (micro-batch,
-        seq_len) only, so the tokens are the first row of one, right-padded: attention is causal, so the padding
-        changes none of their logits."""
-        batch = torch.zeros(batch_shape, dtype=torch.long, device=self.device)
+        rank of the pipeline. The schedule's stages pass on batches of the training's shape (micro-batch, seq_len)
+        only, so the tokens are the first row of one, right-padded: attention is causal, so the padding changes none
+        of their logits."""
+        batch = torch.zeros(self.batch_shape, dtype=torch.long, device=self.device)
         batch[0, :tokens.shape[1]] = tokens[0]
         position = tokens.shape[1] - 1
         read = self._read(lambda logits, _: logits[:1, position].float(), batch, batch)   # the batch's first row
@@ -178,7 +181,7 @@ class Pipeline:
     def _from_last_stage(self, value: torch.Tensor | None, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """`value` of the rank holding the last stage, on every rank of the pipeline."""
         value = value if value is not None else torch.zeros(shape, dtype=dtype, device=self.device)
-        dist.broadcast(value, group=self.group, group_src=self.last_rank)
+        dist.broadcast(value, group=self.stages, group_src=self.last_rank)
         return value
 
     def _run(self, run, inputs: torch.Tensor, targets: torch.Tensor) -> None:

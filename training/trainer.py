@@ -2,16 +2,18 @@
 logger, built from a `TrainingConfig`. `train()` is the loop: resume, then one `train_step()` (an optimizer update)
 after another, each logged, evaluated and checkpointed when due. Rank 0 prints one JSON line per update and event.
 
-Its parts are components with their own modules: parallelism (training/parallel.py), the checkpointer that gathers
-every stateful part (training/checkpointer.py), the spike guard (training/spikes.py), the noise-scale probe
-(training/noise_scale.py), the batch ramp (training/batch_ramp.py), optimizer and schedule (training/optim.py) and
-the logger (tracking/run_logger.py). The parts are attributes, so a test hook (training/train.py) can wrap them.
+Its parts are components with their own modules: the runner that holds the sharded model or its pipeline stages
+and runs a micro-batch, an evaluation or a sampling pass through either (training/runner.py, chosen once, so the step
+has no mode to branch on), the loss scale (training/loss_scale.py: fp16's, or one that does nothing), parallelism
+(training/parallel.py), the checkpointer that gathers every stateful part (training/checkpointer.py), the spike guard
+(training/spikes.py), the noise-scale probe (training/noise_scale.py), the batch ramp (training/batch_ramp.py),
+optimizer and schedule (training/optim.py) and the logger (tracking/run_logger.py). The parts are attributes, so a
+test hook (training/train.py) can wrap them.
 """
 from __future__ import annotations
 
 import json
 import math
-from functools import partial
 
 import torch
 
@@ -23,21 +25,22 @@ from training.batch_ramp import BatchRamp, lr_factor, schedule_position
 from training.checkpoint import latest_checkpoint
 from training.checkpointer import Checkpointer, UpdateCounter
 from training.device_batches import DeviceBatches
-from training.doctor import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
-from training.evaluate import bits_per_byte, model_loss, sample_continuations, validation_loss
-from training.exact_bpb import bits_per_byte_by_domain, load_suite, model_window_nll, suite_nll
-from training.loss_scale import LossScale
+from training.evaluate import bits_per_byte, sample_continuations, validation_loss
+from training.event_metrics import RESUME_METRIC, ROLLBACK_METRIC, SPIKE_METRIC
+from training.exact_bpb import bits_per_byte_by_domain, load_suite, suite_nll
+from training.loss_scale import loss_scale
 from training.lr_schedule import learning_rate
 from training.model import Transformer
 from training.noise_scale import NoiseProbe
 from training.optim import build_optimizer, set_learning_rate
-from training.parallel import Distributed, all_reduce_mean, clip_gradients, shard_model
+from training.parallel import Distributed, all_reduce_mean, clip_gradients
 from training.plan import PEAK_FLOPS, model_config, plan
 from training.sequences import TokenSequences
 from training.shapes import ModelConfig
 from training.spikes import SpikeDetector
 from training.step_timer import StepTimer
-from training.tensor_parallel import loss_context, parallelize
+from training.runner import model_runner
+from training.tensor_parallel import parallelize
 
 COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}     # mixed precision; fp32: none
 
@@ -66,23 +69,9 @@ class Trainer:
         model = Transformer(model_spec).to(env.device)
         if env.tensor_parallel > 1:
             model = parallelize(model, env.mesh["tp"])
-        compute_dtype = COMPUTE_DTYPES.get(config.hardware.dtype)
-        self.loss_scale = LossScale(env.device, config.hardware.loss_scale) if config.hardware.dtype == "fp16" \
-            else None
-        self.pipeline = None
-        if env.pipeline_parallel > 1:
-            # imported here: torch's pipelining imports dynamo, a second of every rank's start-up
-            from training.pipeline_parallel import Pipeline
-            self.pipeline = Pipeline(model, env, config.hardware, config.optimizer.z_loss, compute_dtype,
-                                     self.loss_scale)
-        self.stages = self.pipeline.group if self.pipeline else None    # the pipeline's ranks, for gradient norms
-        if self.pipeline:
-            self.model = self.pipeline.module         # this rank's stages: what it trains and checkpoints
-        else:
-            self.model = shard_model(model, env.device, compute_dtype,      # on CPU too
-                                     activation_checkpointing=config.hardware.activation_checkpointing,
-                                     compile_scope=config.hardware.compile_scope if config.hardware.compile else None,
-                                     mesh=env.mesh["dp"])
+        self.loss_scale = loss_scale(env.device, config.hardware.dtype, config.hardware.loss_scale)
+        self.runner = model_runner(model, env, config, COMPUTE_DTYPES.get(config.hardware.dtype), self.loss_scale)
+        self.model = self.runner.module         # what this rank trains and checkpoints
         self.optimizer = build_optimizer(self.model, config.optimizer, fused=env.device.type == "cuda")
         self.spikes = SpikeDetector(config.spikes)
         self.micro_sequences = config.micro_batch_size * env.data_ranks
@@ -144,10 +133,7 @@ class Trainer:
         finite = math.isfinite(grad_norm)       # not, under fp16, when the gradients overflowed: a skipped step
         b_noise = self.noise.after_update(grad_norm, accumulation) if self.noise and finite else None
         self.ramp.observe(b_noise)
-        if self.loss_scale is None:
-            self.optimizer.step()
-        else:
-            self.loss_scale.step(self.optimizer)
+        self.loss_scale.step(self.optimizer)
         self.optimizer.zero_grad(set_to_none=True)
         counter.step += 1
         update_tokens = accumulation * self.micro_sequences * self.model_spec.seq_len
@@ -159,7 +145,7 @@ class Trainer:
                 "tokens": counter.tokens, "tokens_per_s": round(update_tokens / seconds, 1),
                 "mfu": round(self.flops_per_token * update_tokens / seconds / (peak * self.env.world_size), 4) if peak
                 else None, "peak_memory_gb": _peak_memory_gb(self.env.device),
-                **(self.loss_scale.figures() if self.loss_scale else {})}
+                **self.loss_scale.figures()}
 
     def scheduled_rate(self, accumulation: int) -> float:
         """The schedule's learning rate for the next update, placed by the tokens trained on so far, and scaled as
@@ -179,10 +165,9 @@ class Trainer:
         pipeline parallelism a micro-batch is a run of the schedule (its own micro-batches), whose gradients are
         reduced at its end."""
         losses = self.accumulate(accumulation)
-        if self.loss_scale:
-            self.loss_scale.unscale(self.optimizer)
+        self.loss_scale.unscale(self.optimizer)
         grad_norm = clip_gradients(self.model.parameters(), self.config.optimizer.grad_clip or math.inf,
-                                   self.stages)
+                                   self.runner.stages)
         return all_reduce_mean(torch.stack(losses).mean(), self.env.device), grad_norm
 
     def accumulate(self, accumulation: int) -> list[torch.Tensor]:
@@ -191,29 +176,11 @@ class Trainer:
         for micro_step in range(accumulation):
             probing = noise is not None and noise.measures(micro_step, accumulation)
             inputs, targets = self.data.next_batch()
-            if self.pipeline:
-                losses.append(self.pipeline.step(inputs, targets, accumulation))
-            else:
-                losses.append(self.micro_batch(inputs, targets, accumulation, sync=probing,
-                                               last=micro_step == accumulation - 1))
+            losses.append(self.runner.micro_batch(inputs, targets, accumulation, sync=probing,
+                                                  last=micro_step == accumulation - 1))
             if probing:
-                noise.after_first_micro_batch(self.model, accumulation,
-                                              self.loss_scale.scale if self.loss_scale else 1.0,
-                                              self.stages)
+                noise.after_first_micro_batch(self.model, accumulation, self.loss_scale.scale, self.runner.stages)
         return losses
-
-    def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int, sync: bool,
-                    last: bool) -> torch.Tensor:
-        """One micro-batch's forward and backward passes, its gradients reduced over the ranks if `sync` or `last`,
-        the gathered parameters kept until the `last`: its cross-entropy, on the device."""
-        model = self.model
-        model.set_requires_gradient_sync(sync or last)
-        model.set_reshard_after_backward(last)
-        with loss_context(self.env.tensor_parallel):
-            loss, cross_entropy = model(inputs, targets, self.config.optimizer.z_loss)
-            scaled = loss / accumulation
-            (self.loss_scale.scaled(scaled) if self.loss_scale else scaled).backward()
-        return cross_entropy.detach()
 
     def check_finite(self, loss: float) -> None:
         if not math.isfinite(loss):
@@ -231,8 +198,7 @@ class Trainer:
             return False
         counter = self.counter
         self.optimizer.zero_grad(set_to_none=True)
-        if self.loss_scale:
-            self.loss_scale.discard()
+        self.loss_scale.discard()
         self.echo({"event": "spike_skipped", "attempt": counter.attempt, "step": counter.step, "loss": round(loss, 6)})
         self.logger.metrics(counter.step, {SPIKE_METRIC: loss})
         if wants_rollback and (checkpoint := self.checkpointer.rollback()):
@@ -252,22 +218,18 @@ class Trainer:
         self.model.eval()
         values = {}
         if config.data.validation:
-            loss = validation_loss(self.pipeline.eval_loss if self.pipeline else model_loss(self.model),
-                                   config.data.validation, seq_len, config.micro_batch_size,
+            loss = validation_loss(self.runner.eval_loss, config.data.validation, seq_len, config.micro_batch_size,
                                    config.eval.batches, env.data_rank, env.data_ranks, env.device)
             values = {"val_loss": round(loss, 6), "val_bpb": bits_per_byte(loss, config.data.bytes_per_token)}
         if self.suite is not None:
-            nll = suite_nll(self.pipeline.window_nll if self.pipeline else model_window_nll(self.model), self.suite,
-                            seq_len, config.micro_batch_size, env.data_rank,
+            nll = suite_nll(self.runner.window_nll, self.suite, seq_len, config.micro_batch_size, env.data_rank,
                             env.data_ranks, env.device, env.mesh["dp"].get_group())
             values |= {f"suite_bpb/{name}": round(value, 6)
                        for name, value in bits_per_byte_by_domain(nll, self.suite).items()}
         self.echo({"event": "eval", "step": step, **values})
         self.logger.metrics(step, values)
         if config.data.tokenizer:
-            last_logits = partial(self.pipeline.last_logits, batch_shape=(config.micro_batch_size, seq_len)) \
-                if self.pipeline else self.model.last_logits
-            text = sample_continuations(last_logits, seq_len, config.data.tokenizer, config.eval.prompts,
+            text = sample_continuations(self.runner.last_logits, seq_len, config.data.tokenizer, config.eval.prompts,
                                         config.eval.sample_tokens, env.device)
             self.echo({"event": "samples", "step": step, "samples": text})
             self.logger.text(text, f"samples/step-{step:06d}.txt")

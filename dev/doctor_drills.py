@@ -7,7 +7,8 @@ import copy
 import math
 
 from configs.training import OptimizerSpec
-from training.doctor import RESUME_METRIC, SCALE_METRIC, SKIPPED_METRIC, SPIKE_METRIC, RunHistory
+from training.doctor import RunHistory
+from training.event_metrics import RESUME_METRIC, SCALE_METRIC, SKIPPED_METRIC, SPIKE_METRIC
 from training.lr_schedule import learning_rate
 
 MIN_STEPS = 40          # every check has enough points (throughput 10, gradient norm 20, noise scale 4)
