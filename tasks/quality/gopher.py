@@ -64,8 +64,10 @@ def gopher_repetition(text: str, words: list[str]) -> dict:
     word_chars = np.fromiter(map(len, words), np.int64, len(words))
     for n in TOP_NGRAMS:
         attributes[f"rep_top_{n}gram_char_frac"] = _top_ngram_chars(ids, word_chars, n) / length
+    repeating = None        # where the last, shorter n-grams repeat: the only places a longer one can
     for n in DUPLICATE_NGRAMS:
-        attributes[f"rep_dup_{n}gram_char_frac"] = _duplicated_ngram_chars(ids, word_chars, n) / length
+        chars, repeating = _duplicated_ngram_chars(ids, word_chars, n, repeating)
+        attributes[f"rep_dup_{n}gram_char_frac"] = chars / length
     return attributes
 
 
@@ -88,12 +90,18 @@ def _word_ids(words: list[str]) -> np.ndarray:
     return np.fromiter(map(vocabulary.__getitem__, words), np.uint64, len(words))
 
 
-def _ngram_hashes(ids: np.ndarray, n: int) -> np.ndarray:
-    """A 64-bit hash of every n-gram of word ids (wrapping multiply-add; collisions are negligible here)."""
-    count = len(ids) - n + 1
-    hashes = np.zeros(count, np.uint64)
+def _ngram_hashes(ids: np.ndarray, n: int, positions: np.ndarray | None = None) -> np.ndarray:
+    """A 64-bit hash of every n-gram of word ids, or of those starting at `positions` (wrapping multiply-add;
+    collisions are negligible here)."""
+    if positions is None:
+        count = len(ids) - n + 1
+        hashes = np.zeros(count, np.uint64)
+        for offset in range(n):
+            hashes = hashes * _MULTIPLIER + ids[offset:offset + count] + np.uint64(1)
+        return hashes
+    hashes = np.zeros(len(positions), np.uint64)
     for offset in range(n):
-        hashes = hashes * _MULTIPLIER + ids[offset:offset + count] + np.uint64(1)
+        hashes = hashes * _MULTIPLIER + ids[positions + offset] + np.uint64(1)
     return hashes
 
 
@@ -110,20 +118,26 @@ def _top_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int) -> int:
     return (int(word_chars[start:start + n].sum()) + n - 1) * int(counts.max())
 
 
-def _duplicated_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int) -> int:
+def _duplicated_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int,
+                            candidates: np.ndarray | None = None) -> tuple[int, np.ndarray]:
     """Characters of n-grams that repeat an earlier one, scanning left to right and jumping over each repeat
     (so overlapping repeats are not counted twice); characters exclude spaces. Only the positions of n-grams that
-    occur more than once are visited: the others are never a repeat and never make one."""
-    if len(ids) < n:
-        return 0
-    _, group, counts = np.unique(_ngram_hashes(ids, n), return_inverse=True, return_counts=True)
+    occur more than once are visited: the others are never a repeat and never make one. `candidates`: where a
+    shorter n-gram occurs more than once (None: anywhere), the only places an n-gram it begins can (every
+    occurrence of a repeating n-gram is among them, so its count is the same). Also returns where the n-grams
+    occurring more than once start, the next n's candidates."""
+    positions = np.arange(max(0, len(ids) - n + 1)) if candidates is None else candidates[candidates <= len(ids) - n]
+    if not len(positions):
+        return 0, positions
+    _, group, counts = np.unique(_ngram_hashes(ids, n, None if candidates is None else positions),
+                                 return_inverse=True, return_counts=True)
     repeatable = np.flatnonzero(counts[group] > 1)
     if not len(repeatable):
-        return 0
+        return 0, positions[repeatable]
     starts = np.concatenate(([0], np.cumsum(word_chars))).tolist()
     seen: set[int] = set()
     repeated = resume_at = 0
-    for position, ngram in zip(repeatable.tolist(), group[repeatable].tolist()):
+    for position, ngram in zip(positions[repeatable].tolist(), group[repeatable].tolist()):
         if position < resume_at:                # inside a repeat already counted
             continue
         if ngram in seen:
@@ -131,4 +145,4 @@ def _duplicated_ngram_chars(ids: np.ndarray, word_chars: np.ndarray, n: int) -> 
             resume_at = position + n
         else:
             seen.add(ngram)
-    return repeated
+    return repeated, positions[repeatable]

@@ -32,11 +32,24 @@ class ModelFileError(RuntimeError):
     """A model file that is missing or cannot be read; the message names it and how to rebuild it."""
 
 
+class _WithoutNonspacingMarks(dict):
+    """A str.translate table that deletes the nonspacing marks (category Mn) and keeps every other character, each
+    character's category looked up once per process rather than once per occurrence."""
+
+    def __missing__(self, code: int) -> int | None:
+        kept = None if unicodedata.category(chr(code)) == "Mn" else code
+        self[code] = kept
+        return kept
+
+
+_NONSPACING_MARKS = _WithoutNonspacingMarks()
+
+
 def normalize_line(line: str) -> str:
     """CCNet's normalization: lower case, accents stripped, digits to 0, ASCII punctuation, single spaces."""
     line = unicodedata.normalize("NFD", line.strip().lower())
     if not line.isascii():          # ASCII holds no combining mark
-        line = "".join(char for char in line if unicodedata.category(char) != "Mn")
+        line = line.translate(_NONSPACING_MARKS)
     line = _DIGIT.sub("0", line.translate(_UNICODE_PUNCTUATION))
     return _SPACES.sub(" ", line).strip()
 
