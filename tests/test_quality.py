@@ -16,7 +16,7 @@ from configs.quality import C4LineRules, ClassifierConfig, KenlmConfig, PiiConfi
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents
 from tasks.quality.attributes import ATTRIBUTE_TYPES, heuristic_attributes
 from tasks.quality.families import family_checks
-from tasks.quality.gopher import _duplicated_ngram_chars, _top_ngram_chars, _word_ids
+from tasks.quality.gopher import DUPLICATE_NGRAMS, _duplicated_ngram_chars, _top_ngram_chars, _word_ids
 from tasks.quality.rules import c4_reason, fineweb_reason, gopher_quality_reason
 from tasks.quality.words import split_words
 
@@ -93,7 +93,11 @@ def test_ngram_repetition_matches_a_plain_string_implementation(data_dir):
             else:
                 seen.add(gram)
                 index += 1
-        assert _duplicated_ngram_chars(ids, lengths, n) == repeated > 0
+        assert _duplicated_ngram_chars(ids, lengths, n)[0] == repeated > 0
+    repeating = None            # as gopher_repetition looks: each n only where the n-grams one word shorter repeat
+    for n in DUPLICATE_NGRAMS:
+        chained, repeating = _duplicated_ngram_chars(ids, lengths, n, repeating)
+        assert chained == _duplicated_ngram_chars(ids, lengths, n)[0], n
 
 
 def test_c4_rules_and_bad_words(bad_words):
