@@ -146,3 +146,23 @@ def test_the_extract_fingerprint_holds_the_model_files_the_recipe_uses(small_cor
     monkeypatch.setattr(model_files, "MODELS_DIR", retrained)
     assert ExtractStage(recipe).spec.fingerprint != before[0]
     assert ExtractStage(without).spec.fingerprint == before[1]
+
+
+def test_the_sentence_end_and_year_tests_find_what_their_regexes_find():
+    """`ends_sentence` and the year column skip the regex searches they replaced (on every block of every page):
+    on strings of the characters that matter, in every order, they give the regexes' answers."""
+    import random
+    import re
+
+    from tasks.extract.block_features import YEAR, ends_sentence
+    from tasks.extract.selector_features import _has_year
+
+    sentence_end = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
+    draw = random.Random(0)
+    alphabet = "a1902_ .!?…。！？\"'»«“”’)]x٣"          # letters, digits (one Arabic-Indic), marks and closers
+    texts = ["", "2019", "x2019", "2019_", "1999 2000", "192019", "(2020)", "Dr.", "end.”", "end.) x", "? ]"] + [
+        "".join(draw.choice(alphabet) for _ in range(draw.randint(1, 12))) for _ in range(20000)]
+    assert [ends_sentence(text) for text in texts] == [bool(sentence_end.search(text)) for text in texts]
+    for start in range(0, len(texts), 50):
+        page = texts[start:start + 50]
+        assert _has_year(page, "\n".join(page)).tolist() == [float(bool(YEAR.search(text))) for text in page]

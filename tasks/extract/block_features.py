@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 PROSE_MIN_WORDS = 8              # a block of at least this many words ending a sentence reads like article prose
-SENTENCE_END = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
+_END_MARKS, _CLOSERS = frozenset(".!?…。！？"), "\"'»«“”’)]"     # a sentence's end, and what may close it
 YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 MARKS = "|©@#:/"                  # separators of menus, bylines, credits and URLs
 
@@ -21,9 +21,17 @@ FEATURE_NAMES = (
 )
 
 
+def ends_sentence(text: str) -> bool:
+    """Whether `text` ends in a sentence's end mark, closing quotes or brackets allowed after it: what the regex
+    r"[.!?…。！？][\"'»«“”’)\]]*$" finds in a block's text (which holds no line break, before which `$` would also
+    match), without its search (~2 us a block, on every block of every page)."""
+    body = text.rstrip(_CLOSERS)
+    return bool(body) and body[-1] in _END_MARKS
+
+
 def reads_like_prose(block) -> bool:
     return (not block.heading_level and len(block.text.split()) >= PROSE_MIN_WORDS
-            and bool(SENTENCE_END.search(block.text)))
+            and ends_sentence(block.text))
 
 
 def block_features(blocks: Sequence) -> list[tuple[float, ...]]:
@@ -42,7 +50,7 @@ def block_features(blocks: Sequence) -> list[tuple[float, ...]]:
         after = blocks[index + 1] if index + 1 < count else None
         rows.append((
             math.log1p(len(text)), block.link_density, float(block.heading_level > 0),
-            float(bool(SENTENCE_END.search(text))), float(bool(block.prefix)), index / max(1, count - 1),
+            float(ends_sentence(text)), float(bool(block.prefix)), index / max(1, count - 1),
             sum(map(str.isdigit, text)) / chars,
             sum(1 for word in words if word[0].isupper()) / word_count,
             sum(map(len, words)) / word_count,

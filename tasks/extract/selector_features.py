@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.extract.block_features import MARKS, PROSE_MIN_WORDS, SENTENCE_END, YEAR
+from tasks.extract.block_features import MARKS, PROSE_MIN_WORDS, ends_sentence
 
 SPACE, CAPITAL, DIGIT, MARK, COMMA = 1, 2, 4, 8, 16   # a code point's classes, as bits of _CLASSES
 
@@ -31,6 +31,7 @@ def _code_point_classes() -> np.ndarray:
 
 _CLASSES = _code_point_classes()
 _PRODUCT_JSON_LD = re.compile(r'"@type"\s*:\s*"Product"')
+_YEAR_DIGITS = re.compile(r"(?:19|20)\d\d")    # block_features.YEAR without its \b, tested after (_at_word_edges)
 _SENTENCE_END_REACH = 8                     # a sentence's end mark and the quotes or brackets after it
 NEARBY = 3                                   # blocks on each side whose share kept by main content is a feature
 
@@ -95,15 +96,14 @@ def _own_features(blocks: Sequence, texts: list[str]) -> np.ndarray:
     chars, words = np.maximum(1.0, lengths), per_block(word_start)
     word_count = np.maximum(1.0, words)
     heading = np.array([block.heading_level > 0 for block in blocks], dtype=np.float64)
-    ends_sentence = np.array([SENTENCE_END.search(text[-_SENTENCE_END_REACH:]) is not None for text in texts],
-                             dtype=np.float64)
+    sentence_ends = np.array([ends_sentence(text[-_SENTENCE_END_REACH:]) for text in texts], dtype=np.float64)
     return np.column_stack([
-        lengths, np.array([block.link_chars for block in blocks]) / chars, heading, ends_sentence,
+        lengths, np.array([block.link_chars for block in blocks]) / chars, heading, sentence_ends,
         np.array([bool(block.prefix) for block in blocks], dtype=np.float64),
         of_class(DIGIT) / chars, per_block(word_start & (classes & CAPITAL).astype(bool)) / word_count,
         (chars + 1 - word_count) / word_count, of_class(MARK) / chars,  # spaces not counted
         _has_year(texts, joined), of_class(COMMA) / word_count,
-        ends_sentence * (1 - heading) * (words >= PROSE_MIN_WORDS),  # block_features.reads_like_prose
+        sentence_ends * (1 - heading) * (words >= PROSE_MIN_WORDS),  # block_features.reads_like_prose
     ]).reshape(count, 12)
 
 
@@ -111,9 +111,17 @@ def _has_year(texts: list[str], joined: str) -> np.ndarray:
     """1.0 for the blocks whose text holds a year of 1900-2099, from one search of `joined` (texts, line by line)."""
     starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
     flags = np.zeros(len(texts))
-    found = [match.start() for match in YEAR.finditer(joined)]
+    found = [match.start() for match in _YEAR_DIGITS.finditer(joined) if _at_word_edges(joined, *match.span())]
     flags[np.searchsorted(starts, found, side="right") - 1] = 1.0
     return flags
+
+
+def _at_word_edges(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] has no word character (re's \\w: alphanumeric or _) right before or after it: YEAR's
+    \\b on either side. Every YEAR match is a _YEAR_DIGITS match that passes this (a match of four digits cannot
+    overlap one that starts a word), and testing after the search is ~4x faster than \\b in the pattern."""
+    before, after = text[start - 1:start], text[end:end + 1]
+    return not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_")
 
 
 def _shifted(values: np.ndarray, by: int, fill: float) -> np.ndarray:
