@@ -127,8 +127,8 @@ class Pipeline:
         self.tensor_parallel, self.vocab_size = env.tensor_parallel, model.config.vocab_size
         self.batch_shape = (micro_batch_size, model.config.seq_len)
 
-    def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int = 1, sync: bool = True,
-                    last: bool = True) -> torch.Tensor:
+    def micro_batch(self, inputs: torch.Tensor, targets: torch.Tensor, accumulation: int, sync: bool,
+                    last: bool) -> torch.Tensor:
         """Forward and backward passes of one batch's micro-batches, their gradients reduced over the replicas and
         added to the update's (the mean over the update's `accumulation` batches of the micro-batches' mean): their
         mean cross-entropy, the same on every rank of the pipeline. The schedule reduces the gradients at its end

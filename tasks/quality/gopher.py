@@ -93,15 +93,10 @@ def _word_ids(words: list[str]) -> np.ndarray:
 def _ngram_hashes(ids: np.ndarray, n: int, positions: np.ndarray | None = None) -> np.ndarray:
     """A 64-bit hash of every n-gram of word ids, or of those starting at `positions` (wrapping multiply-add;
     collisions are negligible here)."""
-    if positions is None:
-        count = len(ids) - n + 1
-        hashes = np.zeros(count, np.uint64)
-        for offset in range(n):
-            hashes = hashes * _MULTIPLIER + ids[offset:offset + count] + np.uint64(1)
-        return hashes
-    hashes = np.zeros(len(positions), np.uint64)
+    starts = slice(0, max(0, len(ids) - n + 1)) if positions is None else positions
+    hashes = np.zeros(len(ids[starts]), np.uint64)
     for offset in range(n):
-        hashes = hashes * _MULTIPLIER + ids[positions + offset] + np.uint64(1)
+        hashes = hashes * _MULTIPLIER + ids[offset:][starts] + np.uint64(1)
     return hashes
 
 
