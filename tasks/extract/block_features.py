@@ -22,7 +22,7 @@ FEATURE_NAMES = (
 
 
 def ends_sentence(text: str) -> bool:
-    """Whether `text` ends in a sentence's end mark, closing quotes or brackets allowed after it: what the regex
+    r"""Whether `text` ends in a sentence's end mark, closing quotes or brackets allowed after it: what the regex
     r"[.!?…。！？][\"'»«“”’)\]]*$" finds in a block's text (which holds no line break, before which `$` would also
     match), without its search (~2 us a block, on every block of every page)."""
     body = text.rstrip(_CLOSERS)
