@@ -45,6 +45,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs.training import TrainingConfig  # noqa: E402
+from dev.interrupted_run import stop_after_env  # noqa: E402
 from flows.trainer_pool import WarmTrainers  # noqa: E402
 from flows.torchrun import kill_group  # noqa: E402
 from storage.token_shard import TokenShardWriter  # noqa: E402
@@ -231,7 +232,7 @@ class Check:
         label = f"run {self.runs}: {model} micro-batch {micro_batch}, {dtype}, {hardware or 'eager'}, {steps} steps"
         print(label, flush=True)
         self.log.write(f"\n=== {label}\n")
-        output, status = self.run_job(str(path), stop_after)
+        output, status = self.run_job(str(path), stop_after_env(stop_after) if stop_after else {})
         self.log.write(output)
         self.log.flush()
         if own_folder:
@@ -253,15 +254,15 @@ class Check:
                       "peak_memory_gb": max(memory) if memory else None}
 
 
-    def run_job(self, config_path: str, stop_after: int | None) -> tuple[str, int]:
-        """The run by the warm trainer (flows/trainer_pool.py): its output and exit status. A run that fails or
-        outlasts RUN_TIMEOUT_S (a hung collective must not take the whole lease) stops the trainer; the next run
-        starts another."""
+    def run_job(self, config_path: str, env: dict[str, str]) -> tuple[str, int]:
+        """The run by the warm trainer (flows/trainer_pool.py), `env` added to its ranks': its output and exit status.
+        A run that fails or outlasts RUN_TIMEOUT_S (a hung collective must not take the whole lease) stops the
+        trainer; the next run starts another."""
         trainer = self.trainers.trainer(self.ranks)
         timer = threading.Timer(RUN_TIMEOUT_S, kill_group, [trainer.process])
         timer.start()
         try:
-            output = "".join(trainer.submit(config_path, {}, stop_after))
+            output = "".join(trainer.submit(config_path, env))
         finally:
             timer.cancel()
         if trainer.done:

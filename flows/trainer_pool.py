@@ -54,14 +54,14 @@ class WarmTrainer:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def submit(self, config_path: str, env: dict[str, str], stop_after: int | None = None) -> Iterator[str]:
-        """Hands the ranks the next job (`stop_after`: as the trainer's `--stop-after`); returns the torchrun's
+    def submit(self, config_path: str, env: dict[str, str]) -> Iterator[str]:
+        """Hands the ranks the next job (`env`: added to the ranks' environment for it); returns the torchrun's
         output lines until the job is done. They end early (`done` stays False) if the trainer exits: the run
         failed."""
         index, self.jobs, self.done = self.jobs, self.jobs + 1, False
         path = job_file(self.folder, index)
         with open(f"{path}.part", "w") as handle:
-            json.dump({"config": os.path.abspath(config_path), "env": env, "stop_after": stop_after}, handle)
+            json.dump({"config": os.path.abspath(config_path), "env": env}, handle)
         os.replace(f"{path}.part", path)            # the ranks never read half a job
         return self._lines_until(json.dumps({DONE_KEY: index}))
 

@@ -92,7 +92,7 @@ def runs(byte_shards, data_dir, tmp_path_factory) -> tuple[Path, TrainedRuns]:
             eval={"every": 2, "batches": 1, "suite": suite, "sample_tokens": 12},
             data={"train": byte_shards[:3], "validation": byte_shards[3:], "seed": 0, "bytes_per_token": 1.0,
                   "tokenizer": tokenizer}), ranks)
-    trainings["1f1b-2-resumed"] = trainings["1f1b-2"] | {"stop_after": None}
+    trainings["1f1b-2-resumed"] = run(trainings["1f1b-2"]["config"], trainings["1f1b-2"]["ranks"])
     # last, the compiled one: no run after it meets what compiling left in the ranks
     trainings["gpipe-2"] = trainings.pop("gpipe-2")
     return folder, training_runs(trainings, 4)

@@ -3,7 +3,7 @@ tests/test_pipeline_parallel.py, tests/test_checkpoint_layouts.py): a tiny model
 JSON records rank 0 prints.
 
 `training_runs` trains several configs one after another in the ranks of one torchrun, each as training/train.py's
-entry trains one (`train(config, stop_after)`: the process group joined, the Trainer built from the config alone,
+entry trains one (`train(config)`: the process group joined, the Trainer built from the config alone,
 the group destroyed at the end). A torchrun's fixed cost is its processes importing torch and the trainer (about 9 s
 of CPU a rank, and the launcher's 3 s), so a test module pays it once rather than once per training. Run as a
 script, this file is what those ranks run; rank 0 prints each run's name before its records and after its end."""
@@ -53,7 +53,9 @@ def run(config: str, ranks: int | None = None, stop_after: int | None = None, dr
     ones, as a torchrun of that many), the step it stops after (an interrupted run), the faults injected into it
     (tests/training_drills.py); `hosted`: its MLflow run written by a writer in this process, as the training flow
     does, rather than by rank 0 itself."""
-    return {"config": config, "ranks": ranks, "stop_after": stop_after, "drills": drills, "hosted": hosted}
+    if stop_after is not None:
+        drills = (drills or {}) | {"stop_after": stop_after}
+    return {"config": config, "ranks": ranks, "drills": drills, "hosted": hosted}
 
 
 def script(code: str, ranks: int | None = None) -> dict:
@@ -142,7 +144,7 @@ def _train_runs() -> None:
             dist.barrier()          # every rank's script returned
             dist.destroy_process_group()
         else:
-            train(load_training_config(spec["config"]), spec["stop_after"], prefixed)
+            train(load_training_config(spec["config"]), prefixed)
         if rank == 0:
             print(json.dumps({"ended": name}), flush=True)
     _leave(0)

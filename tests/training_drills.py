@@ -9,7 +9,8 @@ The product's trainer knows no drills: its entry hands the Trainer to the functi
 - `slow_rank`, `slow_seconds`, `slow_steps`: that rank stalls before each of those updates (counted from 1), which
   holds every rank back at the next all-reduce;
 - `resume_weights_from=K`: a resume takes the model and optimizer from the checkpoint of step K and the rest (data
-  position, step count) from the newest, a resume from a checkpoint of another step.
+  position, step count) from the newest, a resume from a checkpoint of another step;
+- `stop_after=K`: the run ends after step K, as a run killed then (dev/interrupted_run.py).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from dev.interrupted_run import stop_after
 from training.checkpoint import checkpoint_folder, load_checkpoint
 from training.checkpointer import UpdateCounter
 from training.train import HOOK_ENV
@@ -37,6 +39,7 @@ class Drills:
     slow_seconds: float = 0.0
     slow_steps: list[int] = field(default_factory=list)
     resume_weights_from: int | None = None
+    stop_after: int | None = None
 
 
 def drill_env(**drills) -> dict[str, str]:
@@ -56,6 +59,8 @@ def install(trainer) -> None:
         _throttle(trainer, drills.slow_seconds, drills.slow_steps)
     if drills.resume_weights_from is not None:
         _resume_weights_from(trainer, drills.resume_weights_from)
+    if drills.stop_after is not None:
+        stop_after(trainer, drills.stop_after)
 
 
 class BadBatches:

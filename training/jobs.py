@@ -2,11 +2,11 @@
 ablation's arms, a sweep's points) pays torchrun's start-up once rather than once a run: the launcher and every
 rank importing torch and the trainer, ~8 s on a CPU machine, more on a GPU one (CUDA and NCCL set-up).
 
-The flow (flows/trainer_pool.py) writes job `N` as `FOLDER/N.json`: the training config's path, the environment
-the run adds (its MLflow writer's address) and the step it stops after, if any (as `--stop-after`). Every rank
-waits for the file, then trains it as `training.train` trains one config: its own process group (meeting under a
-prefix of its own in torchrun's store: under one prefix, a group would meet at the addresses the last, destroyed
-one left there), a Trainer built from the config alone, the group destroyed at the end. Rank 0 then prints
+The flow (flows/trainer_pool.py) writes job `N` as `FOLDER/N.json`: the training config's path and the environment
+the run adds (its MLflow writer's address; a trainer hook, training/train.py), which the next job does not see.
+Every rank waits for the file, then trains it as `training.train` trains one config: its own process group (meeting
+under a prefix of its own in torchrun's store: under one prefix, a group would meet at the addresses the last,
+destroyed one left there), a Trainer built from the config alone, the group destroyed at the end. Rank 0 then prints
 `{"job_done": N}`, the flow's sign that the run is over. A job that fails ends the ranks, as a failed run ends its
 torchrun. Ranks left without a job for `IDLE_S` exit, as after a run.
 
@@ -20,7 +20,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 IDLE_S = 300.0          # a warm trainer no flow has used this long is not coming back to
@@ -43,12 +44,27 @@ def serve(folder: str, train: Callable) -> None:
     store, _, _ = next(dist.rendezvous("env://"))
     index = 0
     while (job := _next_job(job_file(folder, index))) is not None:
-        os.environ.update(job["env"])
-        train(load_training_config(job["config"]), job["stop_after"], dist.PrefixStore(f"job-{index}", store))
+        with _added_environment(job["env"]):
+            train(load_training_config(job["config"]), dist.PrefixStore(f"job-{index}", store))
         _reset_process_state()
         if rank == 0:
             print(json.dumps({DONE_KEY: index}), flush=True)
         index += 1
+
+
+@contextmanager
+def _added_environment(added: dict[str, str]) -> Iterator[None]:
+    """`added` in the environment for the block's duration, each variable's value before restored after."""
+    before = {name: os.environ.get(name) for name in added}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _next_job(path: Path) -> dict | None:

@@ -1,11 +1,12 @@
 """The trainer's entry, one process per rank under torchrun:
 
-    torchrun --nproc-per-node 2 -m training.train configs/train.yaml [--stop-after N]
+    torchrun --nproc-per-node 2 -m training.train configs/train.yaml
     torchrun --nproc-per-node 2 -m training.train --jobs FOLDER      # a warm trainer (training/jobs.py)
 
 It joins the process group, builds the `Trainer` (training/trainer.py) and runs it. `SLUICE_TRAIN_HOOK`, when set,
 names a function (`module:function`, importable on the ranks' PYTHONPATH) that receives the Trainer before it trains
-and may wrap its parts: how the tests inject faults (tests/training_drills.py).
+and may wrap its parts: how the tests inject faults (tests/training_drills.py) and stop a run part-way
+(dev/interrupted_run.py), and how benchmarks/parallelism.py times the pipeline's stages.
 """
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ from training.trainer import Trainer
 HOOK_ENV = "SLUICE_TRAIN_HOOK"
 
 
-def train(config: TrainingConfig, stop_after: int | None = None, store=None) -> None:
+def train(config: TrainingConfig, store=None) -> None:
     """Train `config` on this rank; `store`: where its process group meets (default: torchrun's address)."""
     env = init_distributed(config.hardware.tensor_parallel, config.hardware.pipeline_parallel, store)
     logger = RunLogger(config, enabled=env.is_main and config.mlflow.enabled)
     try:
         trainer = Trainer(config, env, logger)
         run_hook(trainer)
-        trainer.train(stop_after)
+        trainer.train()
     except BaseException:
         logger.finish("FAILED")
         raise
@@ -55,7 +56,6 @@ def run_hook(trainer: Trainer) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="sluice trainer (run under torchrun)")
     parser.add_argument("config", nargs="?")
-    parser.add_argument("--stop-after", type=int, help="stop after this step (tests: an interrupted run)")
     parser.add_argument("--jobs", help="a warm trainer: train each job this folder receives (training/jobs.py)")
     args = parser.parse_args(argv)
     if (args.config is None) == (args.jobs is None):
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
         serve(args.jobs, train)
     else:
-        train(load_training_config(args.config), args.stop_after)
+        train(load_training_config(args.config))
     return 0
 
 

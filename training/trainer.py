@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 
 import torch
 
@@ -89,10 +90,16 @@ class Trainer:
         self.total_tokens = self.total_steps * self.full_update_tokens   # a ramped run: more, smaller updates
         self.timer = StepTimer(env.device)
 
-    def train(self, stop_after: int | None = None) -> None:
-        """Resume from the newest checkpoint, if any, and train to the planned tokens (or stop after step
-        `stop_after`: an interrupted run, for tests)."""
+    def train(self) -> None:
+        """Resume from the newest checkpoint, if any, and train to the planned tokens."""
         self.resume()
+        for _ in self.steps():
+            pass
+        self.finish()
+
+    def steps(self) -> Iterator[int]:
+        """Train on from where the counter stands, yielding each update's step once it is logged and checkpointed
+        (a caller that stops early leaves an interrupted run: tests/training_drills.py)."""
         while self.counter.tokens < self.total_tokens:
             record = self.train_step()
             if record is None:                    # a spike: the update was skipped
@@ -105,10 +112,7 @@ class Trainer:
             if step % self.config.log_every == 0 or self.checkpointer.is_due(last):
                 self.logger.flush()     # before a checkpoint: a resume starts after it, so rows unsent then are lost
             self.checkpointer.save_if_due(last)
-            if stop_after is not None and step >= stop_after:
-                self.logger.flush()
-                return
-        self.finish()
+            yield step
 
     def resume(self) -> None:
         if resumed := self.checkpointer.restore():
