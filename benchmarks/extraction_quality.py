@@ -2,7 +2,8 @@
 on its output, against gold data.
 
     cd /work/main && .venv/bin/python benchmarks/extraction_quality.py [--data-dir DIR] \
-        [--out benchmarks/results/extraction_quality.json] [--repeats 2] [--rows WORDS] [--skip-grid]
+        [--out benchmarks/results/extraction_quality.json] [--repeats 2] [--rows WORDS] [--skip-grid] \
+        [--articles benchmarks/_work/labelled/aeb]
     cd /work/main && .venv/bin/python benchmarks/extraction_quality.py --wcxb-only \
         [--out benchmarks/results/extraction_wcxb.json]
 
@@ -18,9 +19,15 @@ Gold data (read in place from the shared data directory, see its PROVENANCE.md 4
   service pages; PROVENANCE.md 9) with their whole gold main text, scored by WCXB's word F1 (dev/wcxb.py) for the
   default extraction, resiliparse's main content and trafilatura's defaults, on the held-out sites of dev/wcxb.py's
   fixed split (the training split's figures for information).
+- the Article Extraction Benchmark (dev/article_benchmark.py: 181 news and blog articles, their body as gold),
+  fetched outside the repository, when a local copy is there.
 - The trafilatura_eval and readability pages come from almost one host each (954 URLs on 933 hosts), so little
   repeats across them: what paragraph removal does to real multi-page crawls is measured on those under warc/ (no
   labels), read with the pipeline's own record reader.
+
+Every set side by side (benchmarks/labelled_sets.py: the default, main content, resiliparse and trafilatura; F1,
+`with` recall, `without` leak and ms per page; the default's margin over trafilatura on its worst set) is the
+result's `labelled_sets`.
 """
 from __future__ import annotations
 
@@ -33,14 +40,12 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from statistics import fmean
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
-import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
@@ -48,7 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import write_result  # noqa: E402
+from benchmarks.labelled_sets import (DEFAULT, EXTRACTORS, MAIN_CONTENT, labelled_sets,  # noqa: E402
+                                      labelled_sets_section, timed_texts)
 from configs.dedup import DedupConfig  # noqa: E402
+from dev.article_benchmark import DEFAULT_FOLDER as ARTICLES, load_article_benchmark  # noqa: E402
 from dev.gold_pages import Page, decode, found, load_trafilatura_eval, normalise, score  # noqa: E402
 from dev.wcxb import HELDOUT, HELDOUT_SHARE, PAGE_TYPES, TRAIN, WcxbPage, has_gold, load_wcxb, word_f1  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
@@ -98,14 +106,22 @@ SAME_HOST_CRAWLS = ("warc/webarchive/archivesunleashed-aut/example.warc.gz",
                     "warc/commoncrawl/chatnoir-resiliparse/warcfile.warc.gz")
 
 
-def load_readability(folder: Path) -> list[Page]:
+@dataclass
+class ReadabilityPage(Page):
+    """A readability test page with its expected output's text as gold."""
+
+    main_content: str
+
+
+def load_readability(folder: Path) -> list[ReadabilityPage]:
     pages = []
     for case in sorted(path for path in folder.iterdir() if (path / "source.html.gz").exists()):
         html = decode(gzip.decompress((case / "source.html.gz").read_bytes()))
         expected = decode(gzip.decompress((case / "expected.html.gz").read_bytes()))
         metadata = json.loads((case / "expected-metadata.json").read_text(encoding="utf-8"))
-        pages.append(Page(case.name, html, "", _expected_paragraphs(expected),  # the test pages have no URL
-                          _lines_readability_left_out(html, expected, metadata)))
+        pages.append(ReadabilityPage(case.name, html, "", _expected_paragraphs(expected),  # the pages have no URL
+                                     _lines_readability_left_out(html, expected, metadata),
+                                     extract_plain_text(expected)))
     return pages
 
 
@@ -148,8 +164,6 @@ def _resiliparse_only(**changes) -> HtmlTextConfig:
     return HtmlTextConfig(**(plain | changes))
 
 
-DEFAULT = HtmlTextConfig()
-MAIN_CONTENT = HtmlTextConfig(block_selector=False)      # the default before the block selector
 DEFAULT_SKIP = DEFAULT.skip_elements
 SIDEBAR_SELECTORS = ['[class~="sidebar"]', '[class~="widget"]', '[id~="sidebar"]']
 SHARE_RELATED_SELECTORS = ['[class~="share"]', '[class~="social"]', '[class~="related"]',
@@ -457,42 +471,7 @@ def measure_crawl(path: Path, name: str) -> dict:
             | removal_figures([doc["text"] for doc in survivors], after))
 
 
-def _default_extraction(html: str) -> str:
-    return html_to_text(html, DEFAULT)
-
-
-def _main_content(html: str) -> str:
-    return html_to_text(html, MAIN_CONTENT)
-
-
-def _resiliparse_main_content(html: str) -> str:
-    return extract_plain_text(html, main_content=True)
-
-
-def _trafilatura_defaults(html: str) -> str:
-    return trafilatura.extract(html) or ""
-
-
-WCXB_EXTRACTORS: dict[str, tuple[str, Callable[[str], str]]] = {
-    "default": ("html_to_text(html, HtmlTextConfig()): the block selector", _default_extraction),
-    "main content": ("html_to_text(html, HtmlTextConfig(block_selector=False))", _main_content),
-    "resiliparse": (f"resiliparse {version('resiliparse')}: extract_plain_text(html, main_content=True)",
-                    _resiliparse_main_content),
-    "trafilatura": (f"trafilatura {version('trafilatura')}: trafilatura.extract(html), default settings",
-                    _trafilatura_defaults),
-}
 WCXB_SIDES = {"heldout": (HELDOUT,), "train": (TRAIN,), "all": (HELDOUT, TRAIN)}
-
-
-def timed_texts(pages: list[Page], extractor: Callable[[str], str]) -> tuple[list[str], list[float]]:
-    """`extractor`'s text of every page and the CPU seconds each took (after a warm-up call: lazy imports)."""
-    extractor(pages[0].html)
-    texts, seconds = [], []
-    for page in pages:
-        started = time.process_time()
-        texts.append(extractor(page.html))
-        seconds.append(time.process_time() - started)
-    return texts, seconds
 
 
 def wcxb_scores(pages: list[WcxbPage], texts: list[str], seconds: list[float]) -> dict:
@@ -531,7 +510,7 @@ def measure_wcxb(folder: Path) -> dict:
     pages = load_wcxb(folder)
     scored = [page for page in pages if has_gold(page)]
     sides: dict[str, dict] = {side: {} for side in WCXB_SIDES}
-    for name, (_, extractor) in WCXB_EXTRACTORS.items():
+    for name, (_, extractor) in EXTRACTORS.items():
         texts, seconds = timed_texts(scored, extractor)
         for side, splits in WCXB_SIDES.items():
             sides[side][name] = wcxb_side(scored, texts, seconds, splits)
@@ -539,7 +518,7 @@ def measure_wcxb(folder: Path) -> dict:
         print(f"wcxb {name:12s} held-out F1 {held['f1']:.3f} with {held['with_recall']:.3f} "
               f"without {held['without_leak']:.3f} {held['ms_per_page']:.1f} ms/page", flush=True)
     return {"pages": len(pages), "without_gold": len(pages) - len(scored), "split": split_counts(pages),
-            "extractors": {name: description for name, (description, _) in WCXB_EXTRACTORS.items()}} | sides
+            "extractors": {name: description for name, (description, _) in EXTRACTORS.items()}} | sides
 
 
 def machine(info: dict) -> str:
@@ -719,7 +698,7 @@ def _wcxb_split_table(split: dict) -> str:
 
 
 def _wcxb_table(figures: dict) -> str:
-    """One row per page type; each cell lists the extractors' figures in WCXB_EXTRACTORS's order."""
+    """One row per page type; each cell lists the extractors' figures in EXTRACTORS's order."""
     lines = ["| page type | pages | F1 | `with` recall | `without` leak | ms/page |", "|---|---:|---|---|---|---|"]
     for page_type in ("all", *PAGE_TYPES):
         rows = [side if page_type == "all" else side["by_type"][page_type] for side in figures.values()]
@@ -765,6 +744,7 @@ def render_markdown(result: dict) -> str:
         paragraph_examples=_paragraph_examples(result["paragraph_dedup"]),
         grid_table=_grid_table(points) if points else "(not run: --skip-grid)",
         crawl_table=_crawl_table(result["same_host_crawls"]), wcxb=wcxb_section(result["wcxb"]),
+        labelled_sets="\n".join(labelled_sets_section(result["labelled_sets"])),
         metric=METRIC.format(pages=result["pages"], repeats=result["repeats"]))
 
 
@@ -790,6 +770,10 @@ Each "+" row adds one lever to the row above it; the rows after the default chan
 ## WCXB: seven page types, whole main text
 
 {wcxb}
+
+## Every labelled set: the default against Trafilatura
+
+{labelled_sets}
 
 ## How far a trafilatura fallback can go
 
@@ -925,6 +909,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", default="", help="only rows whose name contains one of these comma-separated "
                                                    "words (the default and peer rows always run)")
     parser.add_argument("--skip-grid", action="store_true", help="skip the threshold search (quick runs)")
+    parser.add_argument("--articles", type=Path, default=ARTICLES,
+                        help="a local copy of the Article Extraction Benchmark (dev/article_benchmark.py; left out "
+                             "when missing)")
     args = parser.parse_args(argv)
 
     data_dir = args.data_dir or shared_data_dir()
@@ -932,7 +919,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.wcxb_only:
         out, result, render = args.out or WCXB_RESULT, {"wcxb": wcxb}, render_wcxb_markdown
     else:
-        result = gold_set_figures(args, data_dir) | {"wcxb": wcxb}
+        others = {"trafilatura_eval_odd": load_trafilatura_eval(data_dir / "html" / "trafilatura_eval")[1::2],
+                  "readability": load_readability(data_dir / "html" / "mozilla_readability"),
+                  "article_extraction_benchmark": load_article_benchmark(args.articles)}
+        result = gold_set_figures(args, data_dir) | {"wcxb": wcxb,
+                                                     "labelled_sets": labelled_sets(wcxb["heldout"], others)}
         out, render = args.out or FULL_RESULT, render_markdown
     document = write_result(out, result, "extraction_quality.py", sys.argv[1:] if argv is None else argv)
     out.with_suffix(".md").write_text(render(document), encoding="utf-8")
