@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,11 +28,15 @@ def test_too_little_data_for_the_quality_models_is_reported_once_without_a_trace
     recipe = {"name": "too-little", "store": str(tmp_path / "store"),
               "input": {"paths": [str(data_dir / WHIRLWIND)], "source": "too-little"},
               "dask": {"address": dask_address}, "tokenizer": {"enabled": False},
+              # a KenLM model of a few seconds: a cancelled call runs to its end on its worker (Dask cannot stop
+              # a running call), and the default reference's ~20 s would hold a worker of the next test's run
+              "quality": {"kenlm": {"reference": {"en": ["{data_dir}/reference/speeches_nltk"]}}},
               "mixture": {"enabled": False}, "mlflow": {"experiment": "too-little"}}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     env = os.environ | prefect_api_env() | {"SLUICE_STATE_DIR": str(tmp_path / "state")}
     done = subprocess.run([sys.executable, "-m", "cli", "run", str(tmp_path / "recipe.yaml")], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
+    _wait_until_idle(dask_address)      # the cancelled KenLM call ends: the next test's run has both workers
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     cause = "distinct __label__cc examples, at least 50 are needed"
@@ -41,6 +46,19 @@ def test_too_little_data_for_the_quality_models_is_reported_once_without_a_trace
     assert len([line for line in output.splitlines() if line.strip()]) <= 15, output
     log = Path(output.split("full log: ", 1)[1].split(" (-v", 1)[0]).read_text()
     assert "Traceback" in log and cause in log                 # the whole story is in the log
+
+
+def _wait_until_idle(dask_address: str, timeout_s: float = 120) -> None:
+    from distributed import Client
+
+    with Client(dask_address) as client:
+        deadline = time.monotonic() + timeout_s
+        while sum(client.run(_executing).values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+def _executing(dask_worker) -> int:
+    return len(dask_worker.state.executing)
 
 
 def test_an_internal_error_exits_1_and_names_its_type(tmp_path, capsys):
