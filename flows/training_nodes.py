@@ -97,6 +97,7 @@ class NodeWatch:
     def __init__(self, client, futures: list, workers: list[str], stop):
         self.client, self.futures, self.workers, self.stop = client, futures, workers, stop
         self.failed: dict[int, str] = {}
+        self.lost: set[int] = set()         # nodes whose worker left: their task never returns
         self.first_failure: float | None = None
 
     def finished(self) -> bool:
@@ -111,11 +112,16 @@ class NodeWatch:
                     self.failed[rank] = f"node {rank} ({worker}): torchrun exited with {future.result()}"
             elif worker not in present:
                 self.failed[rank] = f"node {rank} ({worker}) left the Dask cluster"
+                self.lost.add(rank)
         if self.failed and self.first_failure is None:
             self.first_failure = time.monotonic()
             self.stop.set()
         settled = self.first_failure is not None and time.monotonic() - self.first_failure > SETTLE_S
-        return all(future.done() for future in self.futures) or settled
+        return all(future.done() for future in self.returning()) or settled
+
+    def returning(self) -> list:
+        """The node tasks that will return: those of the nodes still in the cluster."""
+        return [future for rank, future in enumerate(self.futures) if rank not in self.lost]
 
 
 def follow_file(path: str, finished: Callable[[], bool], poll_s: float = 0.5) -> Iterator[str]:
@@ -138,7 +144,8 @@ def follow_file(path: str, finished: Callable[[], bool], poll_s: float = 0.5) ->
 
 
 def _wait_quietly(futures: list, timeout_s: float) -> None:
-    """Until every node task has returned (a lost node's never does: it is given up after `timeout_s`)."""
+    """Until every node task has returned (one that does not, e.g. of a node that left unseen, is given up after
+    `timeout_s`)."""
     from distributed import wait
 
     try:
@@ -193,7 +200,7 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
             if timer:
                 timer.cancel()
             stop.set()                # every node's torchrun is gone before this returns or raises
-            _wait_quietly(futures, timeout_s=20)
+            _wait_quietly(watch.returning(), timeout_s=20)
     if timed_out.is_set() and watch.failed:       # a timer firing as the training ended stopped no node
         raise RuntimeError(f"the training was stopped on every node after timeout_s = {config.timeout_s:g} s; a rerun "
                            f"resumes from the latest checkpoint in {checkpoint_dir}")
