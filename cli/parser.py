@@ -126,9 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--multi-host", action="store_true", help=(
         "listen for other machines, each service behind its own authentication: Prefect's auth string and MLflow's "
         "basic auth (PREFECT_API_AUTH_STRING, MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD from the "
-        "environment), Dask's TLS (--certs)"))
-    server.add_argument("--certs", type=Path, help="with --multi-host and --dask-workers: the folder of Dask TLS "
-                                                   "certificates that `sluice secrets` made")
+        "environment), over HTTPS and Dask's TLS with the certificates of --certs"))
+    server.add_argument("--certs", type=Path, help="with --multi-host: the folder of TLS certificates that "
+                                                   "`sluice secrets` made (HTTPS for Prefect and MLflow, TLS for Dask)")
     server.add_argument("--prefect-port", type=int, default=4200)
     server.add_argument("--mlflow-port", type=int, default=5000)
     server.add_argument("--dask-workers", type=int, default=0, help="start a Dask scheduler and N worker processes")
@@ -138,9 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the deployments file to serve ('' serves none)")
     server.add_argument("--backend-store-uri", help="MLflow's backend store (default: SQLite in the state dir)")
 
-    made = commands.add_parser("secrets", help="make a multi-host cluster's Dask TLS certificates (a CA, the "
-                                               "scheduler's, the nodes') and its Prefect and MLflow credentials")
+    made = commands.add_parser("secrets", help="make a multi-host cluster's TLS certificates (a CA, Dask's "
+                                               "scheduler's and nodes', the Prefect and MLflow servers') and its "
+                                               "Prefect and MLflow credentials")
     made.add_argument("folder", type=Path)
+    made.add_argument("--host", action="append", default=[], dest="hosts", help=(
+        "an address or name the Prefect and MLflow servers are reached at (repeat for each; loopback is always "
+        "included): the server's --host"))
     made.add_argument("--days", type=int, default=365, help="how long the certificates are valid (default 365)")
     return parser
 

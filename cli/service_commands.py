@@ -20,19 +20,22 @@ def server(args) -> int:
 
 def secrets(args) -> int:
     from flows.dask_tls import CA_CERT, CA_KEY, NODE_CERT, NODE_KEY, SCHEDULER_KEY
-    from services.cluster_secrets import CREDENTIALS, SecretsExist, make_cluster_secrets
+    from services.cluster_secrets import (CREDENTIALS, WEB_CERT, WEB_KEY, SecretsExist, certificate_names,
+                                         make_cluster_secrets)
 
     if args.days < 1:
         print(f"sluice secrets: --days {args.days}: give 1 or more", file=sys.stderr)
         return 2
     try:
-        written = make_cluster_secrets(args.folder, args.days)
+        written = make_cluster_secrets(args.folder, args.days, args.hosts)
     except (SecretsExist, OSError) as error:
         print(f"sluice secrets: {error}", file=sys.stderr)
         return 2
     print(f"made in {args.folder}: {', '.join(path.name for path in written)} (certificates valid {args.days} days)")
-    print(f"  {CA_KEY} signs certificates and {SCHEDULER_KEY} is the scheduler's: keep them on this machine; every "
-          f"other machine gets {CA_CERT}, {NODE_CERT}, {NODE_KEY} and {CREDENTIALS}")
+    print(f"  {WEB_CERT}, Prefect's and MLflow's, is valid for {', '.join(certificate_names(args.folder / WEB_CERT))}"
+          f" (--host adds an address)")
+    print(f"  {CA_KEY} signs certificates, {SCHEDULER_KEY} and {WEB_KEY} are the server's: keep them on this machine; "
+          f"every other machine gets {CA_CERT}, {NODE_CERT}, {NODE_KEY} and {CREDENTIALS}")
     print(f"  load the credentials before `sluice server --multi-host --certs {args.folder}`, and on every client: "
           f"set -a; . {args.folder / CREDENTIALS}; set +a")
     return 0

@@ -3,7 +3,8 @@ worker that offers the `trainer` resource (`dask worker --resources trainer=1`; 
 workers one).
 
 - Rendezvous: torchrun gets `--nnodes N --node-rank R` and meets at the first node's host, on a port that node
-  found free (torchrun's c10d TCP store listens there). Ranks are node-major, as on one machine.
+  found free (torchrun's c10d TCP store listens there). Ranks are node-major, as on one machine. The store takes
+  any connection (torchrun trusts its network), so a node 0 at a public address is refused before anything starts.
 - Output: each node writes `node-<R>.log` beside the checkpoints, which every node must see (a rerun resumes
   from them); the flow follows node 0's log as it grows. Rank 0 sends its MLflow run to a writer in the flow
   process, listening on the flow machine's address towards the scheduler (`tracking.mlflow_writer.HostedWriter`).
@@ -15,7 +16,9 @@ workers one).
 """
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import threading
 import time
 import uuid
@@ -74,6 +77,23 @@ def trainer_workers(client, nodes: int) -> list[str]:
                            f"`{TRAINER_RESOURCE}` resource (start them with `dask worker --resources "
                            f"{TRAINER_RESOURCE}=1`)")
     return offering[:nodes]
+
+
+def public_rendezvous(host: str) -> str | None:
+    """Why node 0's address cannot host torchrun's rendezvous (None if it can): its store (and the MLflow writer
+    rank 0 reaches) listen without credentials, as torchrun's docs say, for a trusted private network only. A
+    name is judged by every address it resolves to."""
+    try:
+        addresses = {info[4][0].split("%")[0] for info in socket.getaddrinfo(host, None)}
+    except socket.gaierror:
+        return None              # what cannot be resolved here is not an address the nodes reach on the internet
+    public = sorted(address for address in addresses if ipaddress.ip_address(address).is_global)
+    if not public:
+        return None
+    return (f"node 0 ({host}) is at the public address {', '.join(public)}: torchrun's rendezvous store there takes "
+            f"any connection, without credentials or encryption (torchrun expects a trusted private network). Run the "
+            f"training nodes' Dask workers on a private network (10/8, 172.16/12, 192.168/16, a VPN): "
+            f"`dask worker ... --host PRIVATE_ADDRESS`")
 
 
 def run_node(command: list[str], log_path: str, stop_event: str, env: dict[str, str]) -> int:
@@ -167,6 +187,8 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
     writer = HostedWriter(get_ip(get_address_host(address)))
     with writer, Client(address, timeout=60) as client:
         workers = trainer_workers(client, hardware.nodes)
+        if problem := public_rendezvous(urlparse(workers[0]).hostname):
+            raise RuntimeError(problem)
         master = (urlparse(workers[0]).hostname, client.run(free_port, workers=[workers[0]])[workers[0]])
         log(f"training on {hardware.nodes} nodes of {hardware.ranks // hardware.nodes} ranks: {workers}; "
             f"rendezvous at {master[0]}:{master[1]}")

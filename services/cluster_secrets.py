@@ -6,6 +6,9 @@
   shows a certificate signed by the CA; it does not check host names (`distributed.security`: "a dedicated CA for
   the cluster and people using IP addresses"), so the certificates name no host and one node certificate serves
   every machine.
+- A certificate for the Prefect and MLflow servers (`web.pem`), which serve HTTPS in multi-host mode. Browsers and
+  HTTP clients do check host names: it names the addresses the servers are reached at (`--host`, repeated: the
+  address the other machines use, and any name such as compose's service names), and this machine's loopback.
 - `credentials.env`: a random Prefect API auth string and MLflow admin password, in the variables the clients
   read (PREFECT_API_AUTH_STRING, MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD); `sluice server --multi-host`
   reads the same variables. Also the key the MLflow server signs its UI's CSRF tokens with
@@ -18,24 +21,28 @@ would lock out every machine that holds the old one.
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 from flows.dask_tls import CA_CERT, CA_KEY, NODE_CERT, NODE_KEY, SCHEDULER_CERT, SCHEDULER_KEY
 
 CREDENTIALS = "credentials.env"
+WEB_CERT, WEB_KEY = "web.pem", "web-key.pem"
+LOOPBACK_NAMES = ("localhost", "127.0.0.1")
 MLFLOW_ADMIN = "admin"
-FILES = (CA_CERT, CA_KEY, SCHEDULER_CERT, SCHEDULER_KEY, NODE_CERT, NODE_KEY, CREDENTIALS)
+FILES = (CA_CERT, CA_KEY, SCHEDULER_CERT, SCHEDULER_KEY, NODE_CERT, NODE_KEY, WEB_CERT, WEB_KEY, CREDENTIALS)
 
 
 class SecretsExist(FileExistsError):
     """The folder already holds a cluster's secrets."""
 
 
-def make_cluster_secrets(folder: Path, days: int = 365) -> list[Path]:
-    """Write the CA, the scheduler's and the nodes' certificates (valid `days`) and the credentials; returns the
-    files written."""
+def make_cluster_secrets(folder: Path, days: int = 365, hosts: Sequence[str] = ()) -> list[Path]:
+    """Write the CA, the scheduler's and the nodes' certificates, the web servers' for `hosts` and loopback (all
+    valid `days`) and the credentials; returns the files written."""
     if existing := [name for name in FILES if (folder / name).exists()]:
         raise SecretsExist(f"{folder} already holds {', '.join(existing)}: remove them first to make new secrets "
                            f"(every machine then needs the new ones), or give another folder")
@@ -43,10 +50,12 @@ def make_cluster_secrets(folder: Path, days: int = 365) -> list[Path]:
     ca_key = _new_key()
     ca_cert = _certificate("sluice cluster CA", ca_key.public_key(), ca_key, None, days)
     written = [_write(folder / CA_CERT, _pem(ca_cert), 0o644), _write(folder / CA_KEY, _key_pem(ca_key), 0o600)]
-    for name, cert_file, key_file in (("sluice dask scheduler", SCHEDULER_CERT, SCHEDULER_KEY),
-                                      ("sluice dask node", NODE_CERT, NODE_KEY)):
+    for name, cert_file, key_file, names in (("sluice dask scheduler", SCHEDULER_CERT, SCHEDULER_KEY, ()),
+                                             ("sluice dask node", NODE_CERT, NODE_KEY, ()),
+                                             ("sluice web servers", WEB_CERT, WEB_KEY,
+                                              tuple(dict.fromkeys([*hosts, *LOOPBACK_NAMES])))):
         key = _new_key()
-        certificate = _certificate(name, key.public_key(), ca_key, ca_cert, days)
+        certificate = _certificate(name, key.public_key(), ca_key, ca_cert, days, names)
         written += [_write(folder / cert_file, _pem(certificate), 0o644),
                     _write(folder / key_file, _key_pem(key), 0o600)]
     written.append(_write(folder / CREDENTIALS, credentials_text().encode(), 0o600))
@@ -69,9 +78,19 @@ def _new_key():
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _certificate(common_name: str, public_key, signing_key, issuer, days: int):
-    """The CA's own certificate when `issuer` is None; otherwise a node's, signed by the CA, for both ends of a
-    connection (a worker listens for its peers and connects to the scheduler)."""
+def certificate_names(path: Path) -> list[str]:
+    """The host names and addresses a certificate is valid for (its subject alternative names)."""
+    from cryptography import x509
+
+    names = x509.load_pem_x509_certificate(path.read_bytes()).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName).value
+    return [str(name.value) for name in names]
+
+
+def _certificate(common_name: str, public_key, signing_key, issuer, days: int, names: Sequence[str] = ()):
+    """The CA's own certificate when `issuer` is None; otherwise one signed by the CA, for both ends of a
+    connection (a worker listens for its peers and connects to the scheduler), valid for the host `names` if any
+    (IP addresses or DNS names)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -95,7 +114,19 @@ def _certificate(common_name: str, public_key, signing_key, issuer, days: int):
     if not is_ca:
         builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                                ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName([_general_name(name) for name in names]),
+                                        critical=False)
     return builder.sign(signing_key, hashes.SHA256())
+
+
+def _general_name(name: str):
+    from cryptography import x509
+
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 def _pem(certificate) -> bytes:

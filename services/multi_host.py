@@ -7,6 +7,9 @@
   MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD, and anything else gets 401.
 - Dask: TLS both ways (flows/dask_tls.py): the scheduler and workers admit only peers with a certificate signed by
   the cluster's CA.
+- Prefect and MLflow serve HTTPS (uvicorn's TLS) with the web certificate of `sluice secrets`, so the credentials
+  and every artifact cross the network encrypted; their clients verify it against the cluster's CA
+  (PREFECT_API_SSL_CERT_FILE, MLFLOW_TRACKING_SERVER_CERT_PATH).
 
 The server takes the credentials from the same variables the clients read, so one env file (`sluice secrets`'
 credentials.env) serves both. Without --multi-host the server listens on loopback only: any other --host is
@@ -21,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.dask_tls import tls_env
-from services.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY
+from services.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY, WEB_CERT, WEB_KEY, certificate_names
 
 AUTH_STRING_ENV = "PREFECT_API_AUTH_STRING"
+# the CA file each HTTPS client verifies the servers' certificate with
+CA_FILE_ENVS = ("PREFECT_API_SSL_CERT_FILE", "MLFLOW_TRACKING_SERVER_CERT_PATH")
 USERNAME_ENV, PASSWORD_ENV = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"
 MIN_PASSWORD = 12           # MLflow's own rule for a user's password (mlflow.utils.validation)
 MLFLOW_AUTH_CONFIG, MLFLOW_USERS_DB = "mlflow-auth.ini", "mlflow-auth.db"     # in the server's state folder
@@ -50,6 +55,22 @@ def credentials_from_environment() -> tuple[Credentials | None, list[str]]:
         return None, problems + [f"make them with `sluice secrets DIR` and load them (set -a; . DIR/{CREDENTIALS}; "
                                  f"set +a), or set your own"]
     return Credentials(*values.values()), []
+
+
+def https_client_env(certs: Path) -> dict[str, str]:
+    """What a Prefect or MLflow client needs to trust the servers' certificate."""
+    return {variable: str(certs.resolve() / CA_CERT) for variable in CA_FILE_ENVS}
+
+
+def web_certificate_problems(certs: Path, host: str) -> list[str]:
+    """Why the web certificate in `certs` cannot serve HTTPS at `host` (nothing if it can)."""
+    if missing := [name for name in (CA_CERT, WEB_CERT, WEB_KEY) if not (certs / name).exists()]:
+        return [f"--certs {certs} lacks {', '.join(missing)}: make the secrets with `sluice secrets DIR --host {host}`"]
+    names = certificate_names(certs / WEB_CERT)
+    if host not in names:
+        return [f"--certs {certs}: {WEB_CERT} is valid for {', '.join(names)}, not {host}, where the clients reach "
+                f"the servers: make the secrets with `sluice secrets DIR --host {host}`"]
+    return []
 
 
 def host_problems(host: str, multi_host: bool) -> list[str]:
@@ -95,16 +116,16 @@ def mlflow_login_refused(folder: Path) -> str:
             f"update-password API, or delete the database (MLflow's users and permissions go with it)")
 
 
-def client_instructions(urls: dict[str, str], credentials: Credentials, certs: Path | None) -> str:
+def client_instructions(urls: dict[str, str], credentials: Credentials, certs: Path) -> str:
     """What another machine sets to use the services: secrets are named, never printed."""
-    copied = f"{CREDENTIALS}" + (f", and {CA_CERT}, {NODE_CERT}, {NODE_KEY} from {certs}" if certs else "")
-    lines = [f"On another machine: copy {copied} (to the same path, or change the paths below), then",
+    lines = [f"On another machine: copy {CREDENTIALS}, and {CA_CERT}, {NODE_CERT}, {NODE_KEY} from {certs} (to the "
+             f"same path, or change the paths below), then",
              f"  set -a; . {CREDENTIALS}; set +a      # {AUTH_STRING_ENV}, {USERNAME_ENV}={credentials.username}, "
              f"{PASSWORD_ENV}",
              f"  export PREFECT_API_URL={urls['Prefect API']}",
              f"  export MLFLOW_TRACKING_URI={urls['MLflow UI']}"]
-    if certs:
-        lines += [f"  export {variable}={path}" for variable, path in tls_env(certs).items()]
+    lines += [f"  export {variable}={path}" for variable, path in (https_client_env(certs) | tls_env(certs)).items()]
+    if "Dask scheduler" in urls:
         lines += [f"  sluice run RECIPE --dask-address {urls['Dask scheduler']}",
                   f"  dask worker {urls['Dask scheduler']} --host THIS_MACHINE --dashboard-address 127.0.0.1:0   "
                   f"# a worker there (docs/operations.md)"]

@@ -8,7 +8,8 @@
   server, its flow runs logging to the MLflow server and computing on the Dask cluster.
 
 On loopback only, unless `--multi-host` (services/multi_host.py): then Prefect asks for its auth string, MLflow for
-basic-auth credentials and Dask for TLS certificates, and the dashboards stay on loopback.
+basic-auth credentials and Dask for TLS certificates, Prefect and MLflow serve HTTPS, and the dashboards stay on
+loopback.
 
 Every port is checked before anything starts (a second server on busy ports stops with the port named); each
 service starts once the services it needs answer their health checks: Prefect, MLflow, the Dask scheduler and the
@@ -23,8 +24,10 @@ import base64
 import json
 import os
 import secrets
+import shlex
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -36,8 +39,10 @@ from pathlib import Path
 
 from flows.dask_tls import REQUIRE_ENCRYPTION_ENV, tls_env
 from flows.processes import kill_process_group
+from services.cluster_secrets import CA_CERT, WEB_CERT, WEB_KEY
 from services.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
-                                 host_problems, mlflow_auth_config, mlflow_login_refused)
+                                 host_problems, https_client_env, mlflow_auth_config, mlflow_login_refused,
+                                 web_certificate_problems)
 from storage.locations import state_dir
 from tracking.store import SERVER_RECORD, local_artifact_root, local_tracking_uri
 
@@ -55,6 +60,7 @@ class Service:
     health_url: str | None = None          # None: up once started (dask workers, the deployments process)
     env: dict[str, str] = field(default_factory=dict)
     login: tuple[str, str] | None = None   # basic-auth credentials the health check is made with
+    ca_file: Path | None = None            # the CA an HTTPS health check verifies the server with
     refused: str = ""                      # what to say when they are refused
     needs: tuple[str, ...] = ()            # the services that must answer before this one starts
     process: subprocess.Popen | None = None
@@ -73,15 +79,19 @@ class ServerOptions:
     backend_store_uri: str | None = None
     state: Path = Path(".state/server")
     multi_host: bool = False
-    certs: Path | None = None              # the Dask TLS certificates (`sluice secrets`), with --multi-host
+    certs: Path | None = None              # the TLS certificates (`sluice secrets`), with --multi-host
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.multi_host else "http"
 
     @property
     def prefect_api_url(self) -> str:
-        return f"http://{self.host}:{self.prefect_port}/api"
+        return f"{self.scheme}://{self.host}:{self.prefect_port}/api"
 
     @property
     def mlflow_url(self) -> str:
-        return f"http://{self.host}:{self.mlflow_port}"
+        return f"{self.scheme}://{self.host}:{self.mlflow_port}"
 
     @property
     def dask_address(self) -> str:
@@ -101,11 +111,13 @@ def checked_credentials(options: ServerOptions) -> Credentials | None:
     if options.multi_host:
         credentials, missing = credentials_from_environment()
         problems += missing
-        if options.dask_workers and not options.certs:
-            problems.append("--dask-workers in multi-host mode needs --certs DIR: the Dask TLS certificates "
-                            "(make them with `sluice secrets DIR`)")
-        if options.certs and (missing := [Path(path).name for path in tls_env(options.certs, scheduler=True).values()
-                                          if not Path(path).exists()]):
+        if not options.certs:
+            problems.append(f"multi-host mode needs --certs DIR: the certificates Prefect and MLflow serve HTTPS with "
+                            f"and Dask's TLS (make them with `sluice secrets DIR --host {options.host}`)")
+        elif problems_found := web_certificate_problems(options.certs, options.host):
+            problems += problems_found
+        elif options.dask_workers and (missing := [Path(path).name for path in tls_env(options.certs, scheduler=True)
+                                                   .values() if not Path(path).exists()]):
             problems.append(f"--certs {options.certs} lacks {', '.join(dict.fromkeys(missing))} (make them with "
                             f"`sluice secrets DIR`)")
     if problems:
@@ -122,7 +134,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
               "PYTHONPATH": str(ROOT)}
     clients = common | {"PREFECT_API_URL": options.prefect_api_url, "MLFLOW_TRACKING_URI": options.mlflow_url}
     if credentials:
-        clients |= credentials.client_env()
+        clients |= credentials.client_env() | https_client_env(options.certs)
     # the URL the UI's browser code calls; set it yourself behind a proxy
     prefect_env = {"PREFECT_HOME": str(state / "prefect"),
                    "PREFECT_UI_API_URL": os.environ.get("PREFECT_UI_API_URL", options.prefect_api_url)}
@@ -130,15 +142,14 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
                                 str(options.mlflow_port), "--workers", "1", *_mlflow_store(options)],
                      f"{options.mlflow_url}/health",
                      common | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})   # GenAI job runners: 8 idle processes
+    prefect = Service("prefect", [str(bin_dir / "prefect"), "server", "start", "--host", options.host,
+                                  "--port", str(options.prefect_port), "--analytics-off"],
+                      f"{options.prefect_api_url}/health", common | prefect_env)
     if credentials:
-        prefect_env["PREFECT_SERVER_API_AUTH_STRING"] = credentials.auth_string
+        prefect.env["PREFECT_SERVER_API_AUTH_STRING"] = credentials.auth_string
         _with_basic_auth(mlflow, options, credentials)
-    found = [
-        Service("prefect", [str(bin_dir / "prefect"), "server", "start", "--host", options.host,
-                            "--port", str(options.prefect_port), "--analytics-off"],
-                f"{options.prefect_api_url}/health", common | prefect_env),
-        mlflow,
-    ]
+        _over_https(prefect, mlflow, options)
+    found = [prefect, mlflow]
     # in multi-host mode, every process that reaches the scheduler has the node certificate
     dask_clients = clients | (tls_env(options.certs) if options.multi_host and options.certs else {})
     if options.dask_workers:
@@ -198,6 +209,18 @@ def _with_basic_auth(mlflow: Service, options: ServerOptions, credentials: Crede
     mlflow.login, mlflow.refused = (credentials.username, credentials.password), mlflow_login_refused(users)
 
 
+def _over_https(prefect: Service, mlflow: Service, options: ServerOptions) -> None:
+    """Both servers on uvicorn's TLS with the web certificate: Prefect's app run by uvicorn as `prefect server
+    start --background` runs it (the start command has no TLS options), MLflow's through its uvicorn options."""
+    certs = options.certs.resolve()
+    tls = ["--ssl-keyfile", str(certs / WEB_KEY), "--ssl-certfile", str(certs / WEB_CERT)]
+    prefect.command = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
+                       "--host", options.host, "--port", str(options.prefect_port), *tls]
+    prefect.env["PREFECT__SERVER_FINAL"] = "1"         # as `--background` sets it: the app runs its services
+    mlflow.command += ["--uvicorn-opts", shlex.join(tls)]
+    prefect.ca_file = mlflow.ca_file = certs / CA_CERT
+
+
 def busy_ports(options: ServerOptions) -> list[int]:
     wanted = [(options.host, options.prefect_port), (options.host, options.mlflow_port)]
     if options.dask_workers:
@@ -250,7 +273,7 @@ class Supervisor:
 
     def urls(self) -> dict[str, str]:
         options = self.options
-        found = {"Prefect UI": f"http://{options.host}:{options.prefect_port}",
+        found = {"Prefect UI": f"{options.scheme}://{options.host}:{options.prefect_port}",
                  "Prefect API": options.prefect_api_url, "MLflow UI": options.mlflow_url}
         if options.dask_workers:
             found |= {"Dask scheduler": options.dask_address,
@@ -290,7 +313,7 @@ class Supervisor:
         if service.process.poll() is not None:
             raise ServerError(f"{service.name} exited with {service.process.returncode} while starting:\n"
                               f"{_tail(log)}")
-        status = _status(service.health_url, service.login) if service.health_url else 200
+        status = _status(service.health_url, service.login, service.ca_file) if service.health_url else 200
         if status == 200:
             return True
         if service.login and status in (401, 403):
@@ -301,13 +324,15 @@ class Supervisor:
         return False
 
 
-def _status(url: str, login: tuple[str, str] | None) -> int | None:
-    """The HTTP status of a GET (None: no answer), made with basic-auth credentials if given."""
+def _status(url: str, login: tuple[str, str] | None, ca_file: Path | None) -> int | None:
+    """The HTTP status of a GET (None: no answer), made with basic-auth credentials if given, over HTTPS verified
+    with `ca_file` if given."""
     request = urllib.request.Request(url)
     if login:
         request.add_header("Authorization", "Basic " + base64.b64encode(":".join(login).encode()).decode())
+    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
     try:
-        with urllib.request.urlopen(request, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -329,7 +354,7 @@ def run_server(options: ServerOptions, out=sys.stdout) -> int:
         for name, url in supervisor.urls().items():
             print(f"  {name + ':':<16} {url}", file=out)
         if options.deployments:
-            print(f"  deployments:     {options.deployments} (http://{options.host}:{options.prefect_port}"
+            print(f"  deployments:     {options.deployments} ({options.scheme}://{options.host}:{options.prefect_port}"
                   f"/deployments)", file=out)
         if supervisor.credentials:
             print("Multi-host mode: Prefect asks for its auth string, MLflow for basic-auth credentials, Dask for "

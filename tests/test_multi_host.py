@@ -1,5 +1,6 @@
-"""Multi-host mode: `sluice secrets` makes a CA, the Dask certificates and the credentials; `sluice server` refuses to
-listen beyond loopback without --multi-host; with it, on loopback here, each service refuses a client without
+"""Multi-host mode: `sluice secrets` makes a CA, the Dask and web certificates and the credentials; `sluice server`
+refuses to listen beyond loopback without --multi-host; with it, on loopback here, Prefect and MLflow serve HTTPS
+only (a client without the cluster's CA, or speaking plain HTTP, is refused), each service refuses a client without
 credentials (Prefect's API and MLflow answer 401, Dask's scheduler drops plain TCP and TLS without a certificate of
 the cluster's CA), and `sluice run` with the credentials completes: its flow run recorded by the authenticated
 Prefect API, its MLflow run logged, its stage computed on the Dask cluster over TLS. The compose override is
@@ -7,6 +8,7 @@ checked against the same settings."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import socket
@@ -20,9 +22,12 @@ import httpx
 import pytest
 import yaml
 
-from services.cluster_secrets import CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY, make_cluster_secrets
+from services.cluster_secrets import (CA_CERT, CREDENTIALS, NODE_CERT, NODE_KEY, WEB_CERT, WEB_KEY, certificate_names,
+                                     make_cluster_secrets)
 from flows.dask_tls import NODE_ENV, REQUIRE_ENCRYPTION_ENV, SCHEDULER_ENV, client_tls_problems, tls_env
-from services.multi_host import mlflow_auth_config
+from services.multi_host import (CA_FILE_ENVS, Credentials, https_client_env, mlflow_auth_config,
+                                 web_certificate_problems)
+from services.server import ServerOptions, services
 from flows.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,15 +50,22 @@ def test_secrets_make_certificates_of_one_ca_keys_only_their_owner_reads_and_not
     from cryptography import x509
 
     folder = tmp_path / "secrets"
-    made = _sluice("secrets", str(folder), "--days", "30")
+    made = _sluice("secrets", str(folder), "--days", "30", "--host", "10.0.0.5", "--host", "mlflow")
     assert made.returncode == 0, made.stderr
+    assert f"{WEB_CERT}, Prefect's and MLflow's, is valid for 10.0.0.5, mlflow, localhost, 127.0.0.1" in made.stdout
     ca = x509.load_pem_x509_certificate((folder / CA_CERT).read_bytes())
-    for name in ("scheduler.pem", NODE_CERT):
+    for name in ("scheduler.pem", NODE_CERT, WEB_CERT):
         x509.load_pem_x509_certificate((folder / name).read_bytes()).verify_directly_issued_by(ca)
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(folder / CA_CERT))
     context.load_cert_chain(folder / NODE_CERT, folder / NODE_KEY)           # a key that matches its certificate
-    for name in ("ca-key.pem", "scheduler-key.pem", NODE_KEY, CREDENTIALS):
+    context.load_cert_chain(folder / WEB_CERT, folder / WEB_KEY)
+    for name in ("ca-key.pem", "scheduler-key.pem", NODE_KEY, WEB_KEY, CREDENTIALS):
         assert (folder / name).stat().st_mode & 0o077 == 0, name
+    assert certificate_names(folder / WEB_CERT) == ["10.0.0.5", "mlflow", "localhost", "127.0.0.1"]
+    assert web_certificate_problems(folder, "10.0.0.5") == []
+    (problem,) = web_certificate_problems(folder, "10.0.0.6")
+    assert "is valid for 10.0.0.5, mlflow, localhost, 127.0.0.1, not 10.0.0.6" in problem
+    assert "sluice secrets DIR --host 10.0.0.6" in problem
     credentials = _loaded(folder / CREDENTIALS)
     assert len(credentials["PREFECT_API_AUTH_STRING"]) >= 40 and len(credentials["MLFLOW_TRACKING_PASSWORD"]) >= 12
     again = _sluice("secrets", str(folder))
@@ -70,7 +82,7 @@ def test_the_server_refuses_to_listen_beyond_loopback_without_multi_host_or_with
     bare = _sluice("server", "--multi-host", "--dask-workers", "1", env=env | {"MLFLOW_TRACKING_PASSWORD": "short"})
     assert bare.returncode == 2
     for line in ("PREFECT_API_AUTH_STRING is not set", "MLFLOW_TRACKING_USERNAME is not set",
-                 "MLFLOW_TRACKING_PASSWORD has 5 characters", "--dask-workers in multi-host mode needs --certs DIR"):
+                 "MLFLOW_TRACKING_PASSWORD has 5 characters", "multi-host mode needs --certs DIR"):
         assert line in bare.stderr
 
 
@@ -108,6 +120,18 @@ def test_the_compose_override_sets_what_sluice_server_sets():
     assert mlflow[mlflow.index("--app-name") + 1] == "basic-auth"
     assert (ROOT / "docker/mlflow-auth.ini").read_text() == mlflow_auth_config(Path("/app/.state"))
     assert "PREFECT_SERVER_API_AUTH_STRING" in override["prefect"]["environment"]
+    # HTTPS as sluice server serves it, with the web certificate of the secrets folder
+    served = {service.name: service for service in services(ServerOptions(
+        host="0.0.0.0", prefect_port=4200, mlflow_port=5000, multi_host=True, certs=Path("/secrets"), deployments=None),
+        Credentials("auth", "admin", "password"))}
+    prefect = served["prefect"].command
+    assert override["prefect"]["entrypoint"] == ["python", *prefect[prefect.index("-m"):]]
+    assert mlflow[mlflow.index("--uvicorn-opts"):] == served["mlflow"].command[-2:]
+    assert override["prefect"]["environment"]["PREFECT__SERVER_FINAL"] == served["prefect"].env["PREFECT__SERVER_FINAL"]
+    for name in ("dask-worker", "deployments", "sluice"):
+        assert https_client_env(Path("/secrets")).items() <= override[name]["environment"].items(), name
+        assert override[name]["environment"]["PREFECT_API_URL"] == "https://prefect:4200/api"
+        assert override[name]["environment"]["MLFLOW_TRACKING_URI"] == "https://mlflow:5000"
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +168,10 @@ def cluster(tmp_path_factory, data_dir, prefect_database):
 def test_the_printout_says_what_a_client_sets_and_prints_no_secret(cluster):
     printed = cluster["printed"]()
     assert f"Dask scheduler:  tls://127.0.0.1:{cluster['ports']['dask']}" in printed
-    assert f"export PREFECT_API_URL=http://127.0.0.1:{cluster['ports']['prefect']}/api" in printed
-    assert f"export DASK_DISTRIBUTED__COMM__TLS__CA_FILE={cluster['base'] / 'secrets' / CA_CERT}" in printed
+    assert f"export PREFECT_API_URL=https://127.0.0.1:{cluster['ports']['prefect']}/api" in printed
+    assert f"export MLFLOW_TRACKING_URI=https://127.0.0.1:{cluster['ports']['mlflow']}" in printed
+    for variable in (*CA_FILE_ENVS, "DASK_DISTRIBUTED__COMM__TLS__CA_FILE"):
+        assert f"export {variable}={cluster['base'] / 'secrets' / CA_CERT}" in printed
     for secret in ("PREFECT_API_AUTH_STRING", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_FLASK_SERVER_SECRET_KEY"):
         assert cluster["credentials"][secret] not in printed
 
@@ -156,20 +182,31 @@ def _prefect_auth(cluster) -> dict[str, str]:
     return {"Authorization": f"Basic {token}"}
 
 
+def _https(cluster) -> httpx.Client:
+    """A client that trusts the cluster's CA."""
+    return httpx.Client(verify=ssl.create_default_context(cafile=str(cluster["base"] / "secrets" / CA_CERT)))
+
+
 @pytest.mark.slow
-def test_prefect_and_mlflow_answer_401_without_credentials_and_serve_with_them(cluster):
-    prefect = f"http://127.0.0.1:{cluster['ports']['prefect']}/api/flows/filter"
-    assert httpx.post(prefect, json={}).status_code == 401
-    assert httpx.post(prefect, json={}, auth=("wrong", "guess")).status_code == 401
-    assert httpx.post(prefect, json={}, headers=_prefect_auth(cluster)).status_code == 200
-    mlflow = f"http://127.0.0.1:{cluster['ports']['mlflow']}"
+def test_prefect_and_mlflow_serve_only_https_to_clients_of_the_ca_and_answer_401_without_credentials(cluster):
+    prefect = f"https://127.0.0.1:{cluster['ports']['prefect']}/api/flows/filter"
+    mlflow = f"https://127.0.0.1:{cluster['ports']['mlflow']}"
+    searched = f"{mlflow}/api/2.0/mlflow/experiments/search?max_results=1"
+    for url in (prefect, searched):
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):    # a client without the CA
+            httpx.post(url, json={}, headers=_prefect_auth(cluster))
+        with pytest.raises(httpx.TransportError):                                   # plain HTTP: no answer
+            httpx.post(url.replace("https://", "http://"), json={}, headers=_prefect_auth(cluster))
+    client = _https(cluster)
+    assert client.post(prefect, json={}).status_code == 401
+    assert client.post(prefect, json={}, auth=("wrong", "guess")).status_code == 401
+    assert client.post(prefect, json={}, headers=_prefect_auth(cluster)).status_code == 200
     for path in ("/api/2.0/mlflow/experiments/search?max_results=1", "/ajax-api/2.0/mlflow-artifacts/artifacts",
                  "/get-artifact?path=recipe.yaml&run_uuid=0"):
-        assert httpx.get(mlflow + path).status_code == 401, path
+        assert client.get(mlflow + path).status_code == 401, path
     login = (cluster["credentials"]["MLFLOW_TRACKING_USERNAME"], cluster["credentials"]["MLFLOW_TRACKING_PASSWORD"])
-    assert httpx.get(f"{mlflow}/api/2.0/mlflow/experiments/search?max_results=1", auth=(login[0], "x" * 16)
-                     ).status_code == 401
-    assert httpx.get(f"{mlflow}/api/2.0/mlflow/experiments/search?max_results=1", auth=login).status_code == 200
+    assert client.get(searched, auth=(login[0], "x" * 16)).status_code == 401
+    assert client.get(searched, auth=login).status_code == 200
 
 
 def _refusal(port: int, certs: Path | None, ca: Path) -> str:
@@ -217,23 +254,36 @@ def test_sluice_run_with_the_credentials_completes_on_every_service(cluster, tmp
               "dedup": {"enabled": False}, "quality": {"enabled": False}, "tokenizer": {"enabled": False},
               "mlflow": {"experiment": "multi-host"}}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    client = cluster["env"] | {"PREFECT_API_URL": f"http://127.0.0.1:{ports['prefect']}/api",
-                               "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{ports['mlflow']}",
-                               "SLUICE_STATE_DIR": str(tmp_path / "client")} | tls_env(secrets)
+    client = cluster["env"] | {"PREFECT_API_URL": f"https://127.0.0.1:{ports['prefect']}/api",
+                               "MLFLOW_TRACKING_URI": f"https://127.0.0.1:{ports['mlflow']}",
+                               "SLUICE_STATE_DIR": str(tmp_path / "client")}
+    client |= tls_env(secrets) | https_client_env(secrets)
     done = _sluice("run", str(tmp_path / "recipe.yaml"), "--dask-address", f"tls://127.0.0.1:{ports['dask']}",
                    env=client, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"Dask scheduler tls://127.0.0.1:{ports['dask']} ran the stages" in done.stdout
     assert "extract: 1 documents" in done.stdout
 
-    mlflow = httpx.Client(base_url=f"http://127.0.0.1:{ports['mlflow']}/api/2.0/mlflow", auth=(
-        cluster["credentials"]["MLFLOW_TRACKING_USERNAME"], cluster["credentials"]["MLFLOW_TRACKING_PASSWORD"]))
+    mlflow = _https(cluster)
+    mlflow.base_url = f"https://127.0.0.1:{ports['mlflow']}/api/2.0/mlflow"
+    mlflow.auth = (cluster["credentials"]["MLFLOW_TRACKING_USERNAME"],
+                   cluster["credentials"]["MLFLOW_TRACKING_PASSWORD"])
     experiment = mlflow.get("/experiments/get-by-name", params={"experiment_name": "multi-host"}).json()["experiment"]
     (run,) = mlflow.post("/runs/search", json={"experiment_ids": [experiment["experiment_id"]]}).json()["runs"]
     assert run["info"]["status"] == "FINISHED"
     assert {"key": "extract.documents_out", "value": 1.0} in [
         {"key": metric["key"], "value": metric["value"]} for metric in run["data"]["metrics"]]
 
-    prefect = httpx.Client(base_url=f"http://127.0.0.1:{ports['prefect']}/api", headers=_prefect_auth(cluster))
+    prefect = _https(cluster)
+    prefect.base_url, prefect.headers = f"https://127.0.0.1:{ports['prefect']}/api", _prefect_auth(cluster)
     (flow_run,) = prefect.post("/flow_runs/filter", json={"flows": {"name": {"any_": ["sluice-curation"]}}}).json()
     assert flow_run["state_type"] == "COMPLETED" and flow_run["parameters"]["recipe"]["name"] == "tiny-tls"
+
+    # no secret in anything the run and the services wrote: the console, the logs, the run's MLflow params and tags,
+    # the flow run's parameters and logs, the stored recipe and every file of the client's and the server's state
+    logs = prefect.post("/logs/filter", json={"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}}).json()
+    written = [done.stdout, done.stderr, json.dumps(run), json.dumps(flow_run), json.dumps(logs)]
+    for folder in (tmp_path, cluster["base"] / "state"):
+        written += [path.read_bytes().decode("latin-1") for path in folder.rglob("*") if path.is_file()]
+    for name in ("PREFECT_API_AUTH_STRING", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_FLASK_SERVER_SECRET_KEY"):
+        assert not [text[:200] for text in written if cluster["credentials"][name] in text], name

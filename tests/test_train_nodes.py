@@ -158,6 +158,15 @@ def test_a_training_on_nodes_past_its_timeout_fails_saying_so_and_stops_every_no
     assert mlflow.MlflowClient().get_run(run_id).info.status == "FAILED"
 
 
+def test_a_rendezvous_at_a_public_address_is_refused_with_the_reason():
+    from flows.training_nodes import public_rendezvous
+
+    for private in ("127.0.0.1", "10.0.0.5", "172.16.3.4", "192.168.1.9", "::1"):
+        assert public_rendezvous(private) is None, private
+    problem = public_rendezvous("8.8.8.8")
+    assert "node 0 (8.8.8.8) is at the public address 8.8.8.8" in problem and "trusted private network" in problem
+
+
 def test_nodes_split_the_ranks_evenly_and_need_a_scheduler_with_trainer_workers(monkeypatch, trainer_cluster):
     from configs.training import HardwareSpec, TrainingConfig
     from flows.training_nodes import dask_address, trainer_workers
