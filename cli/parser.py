@@ -146,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
         "an address or name the Prefect and MLflow servers are reached at (repeat for each; loopback is always "
         "included): the server's --host"))
     made.add_argument("--days", type=int, default=365, help="how long the certificates are valid (default 365)")
+    made.add_argument("--force", action="store_true", help="replace the secrets the folder holds (every machine then "
+                                                           "needs the new ones)")
     return parser
 
 

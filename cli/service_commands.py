@@ -27,7 +27,7 @@ def secrets(args) -> int:
         print(f"sluice secrets: --days {args.days}: give 1 or more", file=sys.stderr)
         return 2
     try:
-        written = make_cluster_secrets(args.folder, args.days, args.hosts)
+        written = make_cluster_secrets(args.folder, args.days, args.hosts, args.force)
     except (SecretsExist, OSError) as error:
         print(f"sluice secrets: {error}", file=sys.stderr)
         return 2

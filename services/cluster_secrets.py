@@ -15,8 +15,8 @@
   (MLFLOW_FLASK_SERVER_SECRET_KEY, which docker compose cannot make up); clients ignore it, and it gives nothing the
   admin password does not.
 
-Keys and credentials are written readable by their owner only, and nothing is overwritten: making a folder again
-would lock out every machine that holds the old one.
+Keys and credentials are written readable by their owner only, and nothing is overwritten unless asked (`force`):
+making a folder again locks out every machine that holds the old one.
 """
 from __future__ import annotations
 
@@ -40,12 +40,15 @@ class SecretsExist(FileExistsError):
     """The folder already holds a cluster's secrets."""
 
 
-def make_cluster_secrets(folder: Path, days: int = 365, hosts: Sequence[str] = ()) -> list[Path]:
+def make_cluster_secrets(folder: Path, days: int = 365, hosts: Sequence[str] = (), force: bool = False) -> list[Path]:
     """Write the CA, the scheduler's and the nodes' certificates, the web servers' for `hosts` and loopback (all
-    valid `days`) and the credentials; returns the files written."""
-    if existing := [name for name in FILES if (folder / name).exists()]:
-        raise SecretsExist(f"{folder} already holds {', '.join(existing)}: remove them first to make new secrets "
-                           f"(every machine then needs the new ones), or give another folder")
+    valid `days`) and the credentials, replacing the folder's own with `force`; returns the files written."""
+    existing = [folder / name for name in FILES if (folder / name).exists()]
+    if existing and not force:
+        raise SecretsExist(f"{folder} already holds {', '.join(path.name for path in existing)}: give another folder, "
+                           f"or --force to replace them (every machine then needs the new ones)")
+    for path in existing:
+        path.unlink()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     ca_key = _new_key()
     ca_cert = _certificate("sluice cluster CA", ca_key.public_key(), ca_key, None, days)

@@ -69,8 +69,12 @@ def test_secrets_make_certificates_of_one_ca_keys_only_their_owner_reads_and_not
     credentials = _loaded(folder / CREDENTIALS)
     assert len(credentials["PREFECT_API_AUTH_STRING"]) >= 40 and len(credentials["MLFLOW_TRACKING_PASSWORD"]) >= 12
     again = _sluice("secrets", str(folder))
-    assert again.returncode == 2 and "already holds" in again.stderr
+    assert again.returncode == 2 and "already holds" in again.stderr and "--force" in again.stderr
     assert _loaded(folder / CREDENTIALS) == credentials
+    replaced = _sluice("secrets", str(folder), "--force")
+    assert replaced.returncode == 0, replaced.stderr
+    assert _loaded(folder / CREDENTIALS)["MLFLOW_TRACKING_PASSWORD"] != credentials["MLFLOW_TRACKING_PASSWORD"]
+    assert (folder / WEB_KEY).stat().st_mode & 0o077 == 0 and certificate_names(folder / WEB_CERT)[0] == "localhost"
 
 
 def test_the_server_refuses_to_listen_beyond_loopback_without_multi_host_or_without_credentials(tmp_path):
