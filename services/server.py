@@ -251,8 +251,11 @@ class Supervisor:
             raise ServerError(f"port(s) {', '.join(map(str, busy))} on {self.options.host} are in use: another "
                               f"sluice server (or another program) is running; stop it, or pick other ports "
                               f"(--prefect-port, --mlflow-port, --dask-port, --dask-dashboard-port)")
+        # its databases (runs, parameters, MLflow's users and their password hashes) and logs: the owner's only
+        self.options.state.mkdir(parents=True, exist_ok=True)
+        self.options.state.chmod(0o700)
         logs = self.options.state / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs.mkdir(exist_ok=True)
         if self.credentials:         # MLflow's basic-auth configuration: where its users are kept (no secret in it)
             (self.options.state / MLFLOW_AUTH_CONFIG).write_text(mlflow_auth_config(self.options.state.resolve()))
         waiting = services(self.options, self.credentials)

@@ -291,3 +291,4 @@ def test_sluice_run_with_the_credentials_completes_on_every_service(cluster, tmp
         written += [path.read_bytes().decode("latin-1") for path in folder.rglob("*") if path.is_file()]
     for name in ("PREFECT_API_AUTH_STRING", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_FLASK_SERVER_SECRET_KEY"):
         assert not [text[:200] for text in written if cluster["credentials"][name] in text], name
+    assert (cluster["base"] / "state" / "server").stat().st_mode & 0o077 == 0      # the server's databases and logs
