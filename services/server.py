@@ -151,7 +151,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
         _over_https(prefect, mlflow, options)
     found = [prefect, mlflow]
     # in multi-host mode, every process that reaches the scheduler has the node certificate
-    dask_clients = clients | (tls_env(options.certs) if options.multi_host and options.certs else {})
+    dask_clients = clients | (tls_env(options.certs) if options.multi_host else {})
     if options.dask_workers:
         from flows.dask_cluster import SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
 
