@@ -1,10 +1,11 @@
 """Rank 0's MLflow logging through the writer a launching flow hosts: the rank sends, never imports MLflow, and the
-run in MLflow is what it sent, continued on resume; a writer that fails stops the trainer and fails the flow, and
-one out of reach is named."""
+run in MLflow is what it sent, continued on resume; a connection without the writer's token is dropped; a writer
+that fails stops the trainer and fails the flow, and one out of reach is named."""
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -74,6 +75,26 @@ def test_rank_0_logs_through_the_flows_writer_without_importing_mlflow_and_a_res
     assert client.get_run(run_id).info.status == "FINISHED"
 
 
+def test_a_connection_without_the_writers_token_is_dropped_and_the_trainer_is_served(tmp_path):
+    """Another process on the network reaches the writer first, without its token: dropped, nothing of what it sent
+    logged; the trainer's connection is then served."""
+    config = _config(tmp_path, experiment="hosted-writer-token")
+    writer = HostedWriter()
+    host, port = writer.address.split("/")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as intruder:
+        intruder.sendall(b"a guess\n" + json.dumps({"op": "start", "config": config.model_dump(mode="json")})
+                         .encode() + b"\n")
+        try:
+            assert intruder.recv(1) == b""                  # the writer hung up
+        except ConnectionResetError:
+            pass
+    _rank_0(config, writer.address)
+    writer.close()
+    experiment = mlflow.get_experiment_by_name("hosted-writer-token").experiment_id
+    (run,) = mlflow.MlflowClient().search_runs([experiment])         # the trainer's, and only it
+    assert run.info.status == "FINISHED" and run.data.params == {"model.d_model": "16", "steps": "3"}
+
+
 def test_a_writer_that_fails_stops_the_trainer_and_fails_the_flow(tmp_path, monkeypatch):
     writer = HostedWriter()
     monkeypatch.setenv(WRITER_ENV, writer.address)
@@ -91,7 +112,7 @@ def test_a_trainer_that_cannot_reach_the_flows_writer_says_where_it_looked(tmp_p
     from flows.processes import free_port
 
     address = f"127.0.0.1:{free_port()}"                # nothing listens there
-    monkeypatch.setenv(WRITER_ENV, address)
+    monkeypatch.setenv(WRITER_ENV, f"{address}/token")
     with pytest.raises(RuntimeError, match=f"cannot reach the flow's MLflow writer at {address}"):
         RunLogger(_config(tmp_path), enabled=True)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import socket
 import threading
 from collections.abc import Iterable, Iterator
@@ -21,7 +22,8 @@ from configs.training import TrainingConfig
 from tracking.run_copy import copy_run
 
 RUN_RECORD = "mlflow_run.json"
-WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # host:port of a hosted writer, for rank 0
+WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # host:port/token of a hosted writer, for rank 0
+TOKEN_WAIT_S = 10.0              # how long a connection has to show the writer's token
 PARAMS_PER_BATCH = 100           # MLflow's log_batch limits
 METRICS_PER_BATCH = 1000
 logger = logging.getLogger(__name__)
@@ -153,13 +155,16 @@ class HostedWriter:
     the trainer's environment as WRITER_ENV). `close`, once the trainer has exited, waits for everything it sent
     to be logged and raises what went wrong in the writer.
 
-    `host`: the interface to listen on; loopback unless the trainer runs on other machines. Like the Dask
-    scheduler and workers those machines already reach, it takes no credentials: the cluster's network is trusted."""
+    `host`: the interface to listen on; loopback unless the trainer runs on other machines. The address carries a
+    random token (`host:port/token`) that the trainer sends first: a connection without it is dropped and the
+    writer waits on, so another process on the network can neither write into the run nor take the trainer's
+    place. (The records themselves travel unencrypted: the nodes' network must still be private.)"""
 
     def __init__(self, host: str = "127.0.0.1"):
         self.listener = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
         self.listener.settimeout(0.5)
-        self.address = "%s:%d" % (host, self.listener.getsockname()[1])
+        self.token = secrets.token_urlsafe(24)
+        self.address = "%s:%d/%s" % (host, self.listener.getsockname()[1], self.token)
         self.closing, self.error = threading.Event(), None
         self.thread = threading.Thread(target=self._serve, name="mlflow-writer", daemon=True)
         self.thread.start()
@@ -170,14 +175,27 @@ class HostedWriter:
                 connection, _ = self.listener.accept()
             except TimeoutError:
                 continue
-            connection.settimeout(None)
-            _notice_a_lost_peer(connection)
             with connection, connection.makefile("r", encoding="utf-8") as lines:
+                if not self._shows_the_token(connection, lines):
+                    continue
+                connection.settimeout(None)
+                _notice_a_lost_peer(connection)
                 try:
                     apply(_until_gone(lines))
                 except Exception as error:       # the trainer's next operation fails on the closed connection
                     self.error = error
             return
+
+    def _shows_the_token(self, connection: socket.socket, lines) -> bool:
+        connection.settimeout(TOKEN_WAIT_S)
+        try:
+            shown = lines.readline().strip()
+        except (OSError, UnicodeDecodeError):
+            return False
+        if secrets.compare_digest(shown.encode(), self.token.encode()):
+            return True
+        logger.warning("the MLflow writer dropped a connection that did not show its token")
+        return False
 
     def __enter__(self) -> HostedWriter:
         return self

@@ -24,14 +24,16 @@ class RunLogger:
             return
         hosted = os.environ.get(WRITER_ENV)
         if hosted:
-            host, port = hosted.rsplit(":", 1)
+            where, token = hosted.split("/", 1)
+            host, port = where.rsplit(":", 1)
             try:
                 connection = socket.create_connection((host, int(port)), timeout=30)
             except OSError as error:
-                raise RuntimeError(f"cannot reach the flow's MLflow writer at {hosted} (${WRITER_ENV}): a trainer on "
+                raise RuntimeError(f"cannot reach the flow's MLflow writer at {where} (${WRITER_ENV}): a trainer on "
                                    "another machine needs a route to the machine that runs the flow") from error
             connection.settimeout(None)
             self.writer, self.stream = None, connection.makefile("w", encoding="utf-8")
+            self.stream.write(token + "\n")
             self._apply("start", config=config.model_dump(mode="json"))
         else:
             self.writer, self.stream = RunWriter(config), None
