@@ -43,6 +43,15 @@ def test_with_more_noise_the_exponents_stay_close_and_the_intervals_cover_the_tr
         assert low <= law.to_dict()[name] <= high
 
 
+def test_a_law_whose_irreducible_loss_underflowed_to_zero_gets_its_intervals():
+    """Losses that never flatten drive the fit's log E to -inf, and E to exactly 0.0 (a real ladder did): the
+    bootstrap restarts from it rather than failing on log(0)."""
+    without_floor = ScalingLaw(E=0.0, A=406.4, B=410.7, alpha=0.34, beta=0.28)
+    intervals = bootstrap_intervals(without_floor, N, D, without_floor.loss(N, D), resamples=3)
+    low, high = intervals["alpha"]
+    assert low <= 0.34 <= high and intervals["E"][1] < 1e-3
+
+
 def test_the_held_out_largest_model_is_predicted():
     held = holdout_error(N, D, _noisy_losses(0.001, 0))
     assert held["held_out_n_params"] == pytest.approx(1e10)

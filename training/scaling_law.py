@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -108,7 +109,9 @@ def fit_law(n_params, tokens, losses) -> ScalingLaw:
 
 
 def _theta(law: ScalingLaw) -> tuple:
-    return (math.log(law.A), math.log(law.B), math.log(law.E), law.alpha, law.beta)
+    """The fit's parameters of `law`. A term fitted away underflows to 0 (losses that never flatten drive e to
+    -inf): it starts from the smallest positive float's log instead."""
+    return (*(math.log(max(value, sys.float_info.min)) for value in (law.A, law.B, law.E)), law.alpha, law.beta)
 
 
 def bootstrap_intervals(law: ScalingLaw, n_params, tokens, losses, resamples: int, level: float = 0.95,
