@@ -80,9 +80,9 @@ def trainer_workers(client, nodes: int) -> list[str]:
 
 
 def public_rendezvous(host: str) -> str | None:
-    """Why node 0's address cannot host torchrun's rendezvous (None if it can): its store (and the MLflow writer
-    rank 0 reaches) listen without credentials, as torchrun's docs say, for a trusted private network only. A
-    name is judged by every address it resolves to."""
+    """Why node 0's address cannot host torchrun's rendezvous (None if it can): its store listens without
+    credentials, as torchrun's docs say, for a trusted private network only. A name is judged by every address it
+    resolves to."""
     try:
         addresses = {info[4][0].split("%")[0] for info in socket.getaddrinfo(host, None)}
     except socket.gaierror:

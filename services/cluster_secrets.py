@@ -82,11 +82,15 @@ def _new_key():
 
 
 def certificate_names(path: Path) -> list[str]:
-    """The host names and addresses a certificate is valid for (its subject alternative names)."""
+    """The host names and addresses a certificate is valid for (its subject alternative names; none if it has
+    none, as a certificate made for Dask alone)."""
     from cryptography import x509
 
-    names = x509.load_pem_x509_certificate(path.read_bytes()).extensions.get_extension_for_class(
-        x509.SubjectAlternativeName).value
+    try:
+        names = x509.load_pem_x509_certificate(path.read_bytes()).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
     return [str(name.value) for name in names]
 
 

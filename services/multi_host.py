@@ -68,8 +68,8 @@ def web_certificate_problems(certs: Path, host: str) -> list[str]:
         return [f"--certs {certs} lacks {', '.join(missing)}: make the secrets with `sluice secrets DIR --host {host}`"]
     names = certificate_names(certs / WEB_CERT)
     if host not in names:
-        return [f"--certs {certs}: {WEB_CERT} is valid for {', '.join(names)}, not {host}, where the clients reach "
-                f"the servers: make the secrets with `sluice secrets DIR --host {host}`"]
+        return [f"--certs {certs}: {WEB_CERT} is valid for {', '.join(names) or 'no host'}, not {host}, where the "
+                f"clients reach the servers: make the secrets with `sluice secrets DIR --host {host}`"]
     return []
 
 
