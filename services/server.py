@@ -153,7 +153,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
     # in multi-host mode, every process that reaches the scheduler has the node certificate
     dask_clients = clients | (tls_env(options.certs) if options.multi_host else {})
     if options.dask_workers:
-        from flows.dask_cluster import SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
+        from flows.dask_cluster import HOUSEKEEPING_CONFIG_ENV, SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
 
         tls = (tls_env(options.certs, scheduler=True) | REQUIRE_ENCRYPTION_ENV) if options.multi_host else {}
         found.append(Service("dask-scheduler", [str(bin_dir / "dask"), "scheduler", "--host", options.host,
@@ -161,7 +161,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
                                                 options.dask_address.split("://")[0], "--dashboard-address",
                                                 f"{options.dashboard_host}:{options.dask_dashboard_port}"],
                              f"http://{options.dashboard_host}:{options.dask_dashboard_port}/health",
-                             clients | SCHEDULER_CONFIG_ENV | tls))
+                             clients | SCHEDULER_CONFIG_ENV | HOUSEKEEPING_CONFIG_ENV | tls))
         from flows.training_nodes import TRAINER_RESOURCE
 
         preload = [arg for module in WORKER_PRELOAD for arg in ("--preload", module)]
@@ -171,7 +171,7 @@ def services(options: ServerOptions, credentials: Credentials | None = None) -> 
                                                   "--dashboard-address", f"{options.dashboard_host}:0",
                                                   "--resources", f"{TRAINER_RESOURCE}=1",
                                                   "--name", f"sluice-{index}", *preload], None,
-                          dask_clients | WORKER_CONFIG_ENV | tls, needs=("dask-scheduler",))
+                          dask_clients | WORKER_CONFIG_ENV | HOUSEKEEPING_CONFIG_ENV | tls, needs=("dask-scheduler",))
                   for index in range(options.dask_workers)]
     if options.deployments:
         dask = {"SLUICE_DASK_ADDRESS": options.dask_address} if options.dask_workers else {}

@@ -53,6 +53,25 @@ def test_dask_worker_processes_get_the_same_nanny_environment():
     assert "'MALLOC_TRIM_THRESHOLD_': None" in out and "OMP_NUM_THREADS" in out    # None: the nanny leaves it unset
 
 
+def test_every_process_of_a_cluster_runs_the_lighter_housekeeping_timers(dask_address):
+    """The LocalCluster's scheduler, nannies and workers, and `dask scheduler|worker` through the environment."""
+    import dask
+
+    from flows.dask_cluster import HOUSEKEEPING_CONFIG, HOUSEKEEPING_CONFIG_ENV
+
+    def timers() -> dict:
+        return {key: dask.config.get(key) for key in HOUSEKEEPING_CONFIG}
+
+    with Client(dask_address) as client:
+        found = [*client.run(timers).values(), client.run_on_scheduler(timers)]
+        nannies = client.run(lambda dask_worker: dask_worker.memory_manager.memory_monitor_interval, nanny=True)
+    assert found == [HOUSEKEEPING_CONFIG] * 3 and set(nannies.values()) == {0.5}
+    code = f"import dask, distributed; print({{key: dask.config.get(key) for key in {list(HOUSEKEEPING_CONFIG)!r}}})"
+    out = subprocess.run([sys.executable, "-c", code], env=os.environ | HOUSEKEEPING_CONFIG_ENV, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == repr(HOUSEKEEPING_CONFIG)
+
+
 def test_a_run_whose_stages_are_all_in_the_store_starts_no_localcluster(data_dir, tmp_path):
     """The cluster block starts nothing until a stage sends a call (test_cli_run's cold run is one that does): with
     the extraction already in the store (made in this process), the run completes without a cluster."""

@@ -51,12 +51,12 @@ def test_bad_deployments_are_refused_naming_the_field(entry, message):
 
 
 def test_the_compose_file_runs_what_sluice_server_runs():
-    from flows.dask_cluster import SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
+    from flows.dask_cluster import HOUSEKEEPING_CONFIG_ENV, SCHEDULER_CONFIG_ENV, WORKER_CONFIG_ENV, WORKER_PRELOAD
 
     services = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())["services"]
     worker = services["dask-worker"]["entrypoint"]
     assert [worker[i + 1] for i, arg in enumerate(worker) if arg == "--preload"] == list(WORKER_PRELOAD)
-    assert WORKER_CONFIG_ENV.items() <= services["dask-worker"]["environment"].items()
-    assert SCHEDULER_CONFIG_ENV.items() <= services["dask-scheduler"]["environment"].items()
+    assert (WORKER_CONFIG_ENV | HOUSEKEEPING_CONFIG_ENV).items() <= services["dask-worker"]["environment"].items()
+    assert (SCHEDULER_CONFIG_ENV | HOUSEKEEPING_CONFIG_ENV).items() <= services["dask-scheduler"]["environment"].items()
     assert services["deployments"]["entrypoint"][-1] == "configs/deployments.yaml"
     assert "--serve-artifacts" in services["mlflow"]["entrypoint"]
