@@ -29,9 +29,9 @@ def trainer_cluster():
 
     from flows.dask_cluster import HOUSEKEEPING_CONFIG, WORKER_CONFIG
 
-    with dask.config.set(WORKER_CONFIG | HOUSEKEEPING_CONFIG), LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                      dashboard_address=":0", host="127.0.0.1",
-                                                      resources={"trainer": 1}) as cluster, Client(cluster) as client:
+    with dask.config.set(WORKER_CONFIG | HOUSEKEEPING_CONFIG), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1",
+                         resources={"trainer": 1}) as cluster, Client(cluster) as client:
         yield cluster.scheduler_address, client
 
 
