@@ -7,9 +7,11 @@ torch.compile's kernels are compiled anew, as on a fresh CI machine: the suite r
 cold, both at c38325d).
 
 Writes benchmarks/results/test_suite.json: `wall_s` (set-up already done, as on a second run), `passed`, `failed`,
-`skipped`, the 10 slowest tests (pytest's --durations, set-up and call), the CPU model, the commit and whether the
-tree was clean, and the goal (at most 15 minutes on 2 cores, issue 61). `baseline`: the figures of the first
-recording (the suite before issue 61's cuts), carried from the file this one replaces.
+`skipped`, the 10 slowest tests (pytest's --durations, set-up and call), `core_utilization` (the machine's busy CPU
+seconds over the tests' wall times the cores) and the 10 modules that left the cores idle longest
+(benchmarks/suite_load.py), the CPU model, the commit and whether the tree was clean, and the goal (at most 15
+minutes on 2 cores, issue 61). `baseline`: the figures of the first recording (the suite before issue 61's cuts),
+carried from the file this one replaces.
 """
 from __future__ import annotations
 
@@ -32,15 +34,17 @@ SLOWEST = 10
 
 
 def main() -> int:
-    report = WORK / "test-suite.xml"
+    report, load = WORK / "test-suite.xml", WORK / "test-suite-load.jsonl"
     report.parent.mkdir(parents=True, exist_ok=True)
+    load.unlink(missing_ok=True)
     subprocess.run(["bash", ".ci/setup"], cwd=ROOT, check=True)          # timed apart: CI's first run only
     log("running bash .ci/test")
     with tempfile.TemporaryDirectory(prefix="sluice-inductor-") as kernels:
         started = time.monotonic()
         done = subprocess.run(["bash", ".ci/test", f"--junitxml={report}", f"--durations={SLOWEST}", "-p",
-                               "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
-                              env=os.environ | {"TORCHINDUCTOR_CACHE_DIR": kernels})
+                               "no:cacheprovider", "-p", "benchmarks.suite_load"], cwd=ROOT, capture_output=True,
+                              text=True, env=os.environ | {"TORCHINDUCTOR_CACHE_DIR": kernels,
+                                                           "SLUICE_SUITE_LOAD": str(load)})
         wall = time.monotonic() - started
     suite = ElementTree.parse(report).getroot()
     suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
@@ -51,10 +55,29 @@ def main() -> int:
               - counts["skipped"], "failed": counts["failures"] + counts["errors"], "skipped": counts["skipped"],
               "exit_status": done.returncode, "slowest": durations[:SLOWEST],
               "goal_wall_s": goal(round(wall, 1), "<=", BUDGET_S), "summary": done.stdout.strip().splitlines()[-1]}
+    result |= core_load([json.loads(line) for line in load.read_text().splitlines()])
     result["baseline"] = baseline(RESULTS / "test_suite.json")
     write_result(RESULTS / "test_suite.json", result, "test_suite.py", sys.argv[1:])
     log(f"{result['summary']} ({wall:.0f} s)")
     return 0 if done.returncode == 0 else 1
+
+
+def core_load(phases: list[dict]) -> dict:
+    """How busy the cores were over the tests (benchmarks/suite_load.py), and the modules that left them idle
+    longest: each module's wall, busy CPU seconds, its cores' utilization and its idle core-seconds."""
+    cores = os.cpu_count() or 1
+    modules: dict[str, list[float]] = {}
+    for phase in phases:
+        module = modules.setdefault(phase["test"].split("::")[0], [0.0, 0.0])
+        module[0] += phase["wall_s"]
+        module[1] += phase["busy_cpu_s"]
+    wall, busy = (sum(module[index] for module in modules.values()) for index in (0, 1))
+    idlest = sorted(modules.items(), key=lambda item: item[1][1] - cores * item[1][0])[:SLOWEST]
+    return {"core_utilization": round(busy / (cores * wall), 3) if wall else None,
+            "idlest_modules": [{"module": name, "wall_s": round(module_wall, 1), "busy_cpu_s": round(module_busy, 1),
+                                "core_utilization": round(module_busy / (cores * module_wall), 3),
+                                "idle_core_s": round(cores * module_wall - module_busy, 1)}
+                               for name, (module_wall, module_busy) in idlest]}
 
 
 def baseline(path: Path) -> dict | None:
