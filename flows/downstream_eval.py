@@ -92,19 +92,40 @@ def evaluate_model(model_uri: str, task_names: list[str], limit: int | float | N
 
 def _task_manager(names: list[str]):
     """lm-eval's TaskManager over the local tasks, and over lm-eval's own (14k of them: ~8 s to index) only when a
-    name is not local. Raises `UnknownTasks` for names neither knows."""
+    name is not local. Raises `UnknownTasks` for names neither knows: at once for a name no task file of lm-eval's
+    holds (a typo), after indexing for the others."""
     from lm_eval.tasks import TaskManager
 
-    only_local = set(names) <= set(local_task_names())
+    local = set(local_task_names())
+    only_local = set(names) <= local
+    if absent := _in_no_lm_eval_task_file([name for name in names if name not in local]):
+        raise _unknown(absent)
     manager = TaskManager(include_path=str(LOCAL_TASKS_DIR), include_defaults=not only_local)
-    unknown = [name for name in names if name not in manager.all_tasks]
-    if unknown:
-        raise UnknownTasks(
-            f"unknown task(s) {', '.join(unknown)}: neither lm-evaluation-harness nor sluice's local tasks have "
-            f"them. The local task (offline, from the shared data) is {', '.join(local_task_names())}; lm-eval's "
-            f"own tasks are named as lm-eval names them (`lm_eval ls tasks`), e.g. --tasks {HUB_EXAMPLE}, and "
-            "download their data from the Hugging Face Hub: run those with network access")
+    if unknown := [name for name in names if name not in manager.all_tasks]:
+        raise _unknown(unknown)
     return manager
+
+
+def _in_no_lm_eval_task_file(names: list[str]) -> list[str]:
+    """The names that appear in none of lm-eval's task files (its tasks, groups and tags are all named in them), so
+    its TaskManager cannot know them: reading the files takes a fraction of indexing them."""
+    import lm_eval.tasks
+
+    left = set(names)
+    for path in Path(lm_eval.tasks.__file__).parent.rglob("*.yaml"):
+        if not left:
+            break
+        text = path.read_text(encoding="utf-8", errors="replace")
+        left = {name for name in left if name not in text}
+    return [name for name in names if name in left]
+
+
+def _unknown(names: list[str]) -> UnknownTasks:
+    return UnknownTasks(
+        f"unknown task(s) {', '.join(names)}: neither lm-evaluation-harness nor sluice's local tasks have "
+        f"them. The local task (offline, from the shared data) is {', '.join(local_task_names())}; lm-eval's "
+        f"own tasks are named as lm-eval names them (`lm_eval ls tasks`), e.g. --tasks {HUB_EXAMPLE}, and "
+        "download their data from the Hugging Face Hub: run those with network access")
 
 
 def run_lm_eval(checkpoint_dir: str | Path, names: list[str], task_manager=None, limit: int | float | None = None,

@@ -140,6 +140,14 @@ def test_an_unknown_task_names_the_local_task_and_how_to_run_hub_tasks(logged_mo
     assert "network" in error
 
 
+def test_a_name_in_no_lm_eval_task_file_is_refused_before_indexing_and_its_task_and_group_names_are_found():
+    """The quick check before lm-eval's TaskManager indexes its 14k tasks (~8 s): it must pass every name lm-eval
+    knows, tasks and groups alike."""
+    from flows.downstream_eval import _in_no_lm_eval_task_file
+
+    assert _in_no_lm_eval_task_file(["no_such_task", "hellaswag", "arc_easy", "mmlu"]) == ["no_such_task"]
+
+
 def test_likelihood_metrics_read_multiple_choice_and_loglikelihood_samples():
     """The sample shapes of lm-eval's hub tasks (HellaSwag's target an index as text, ARC's the choice's index,
     LAMBADA's one request), without their data."""
