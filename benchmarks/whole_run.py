@@ -15,8 +15,10 @@ alternately, each in a fresh process:
 Each side first runs once, untimed, on one file: the timed runs are a machine's usual runs, not its first (no
 bytecode to compile, Prefect's database made).
 The ratio is datatrove's wall over sluice's (each the fresh process's, start-up included). Per sluice stage: its
-wall and orchestration share (what the stage recorded: (wall - task seconds / threads) / wall), and the largest
-share over the stages of 1 s or more; each side's peak memory (the largest single process, and the whole tree).
+wall, orchestration share (what the stage recorded: (wall - task seconds / threads) / wall) and overhead share
+(wall less the larger of that spread work and the longest call, over wall: the first without the slots a stage of
+few calls leaves idle), and the largest of each over the stages of 1 s or more; each side's peak memory (the
+largest single process, and the whole tree).
 Writes results/whole_run.json (issue 62: `ratio_1x`, `ratio_4x`, at least 10; no stage of 1 s or more over 10%
 orchestration; peak memory under 1.5 GB).
 """
@@ -38,6 +40,10 @@ from benchmarks.scale import corpus  # noqa: E402
 
 GOALS = {"ratio_min": 10.0, "orchestration_share_max": 0.10, "peak_process_rss_mb_max": 1536.0}
 SHARE_FROM_S = 1.0          # stages shorter than this are left out of the orchestration goal
+# tasks/stats.py: the orchestration share charges a stage's idle task slots to it (a stage of one call on 2 slots
+# reads >= 0.5); the overhead share does not (what neither the work spread over the slots nor the longest call
+# explains). The goal is held to the first, as the issue set it; the second says how much of it is idle slots.
+SHARES = ("orchestration_share", "overhead_share")
 
 
 def measure_sluice(inputs: list[Path], workers: int, label: str) -> dict:
@@ -85,15 +91,13 @@ def warm_up(workers: int) -> None:
 def side_by_side(size: int, workers: int) -> dict:
     ours = measure_sluice([corpus(seed) / "warc" for seed in range(size)], workers, f"sluice run {size}x")
     peer = measure_peer(size, workers)
-    stages = {name: {"wall_s": stage["wall_seconds"], "orchestration_share": stage["orchestration_share"]}
-              for name, stage in ours["stages"].items()}
-    shares = [stage["orchestration_share"] for stage in stages.values()
-              if stage["wall_s"] and stage["wall_s"] >= SHARE_FROM_S and stage["orchestration_share"] is not None]
+    stages = {name: {"wall_s": stage["wall_seconds"], "orchestration_share": stage["orchestration_share"],
+                     "overhead_share": stage["overhead_share"]} for name, stage in ours["stages"].items()}
     sluice_wall, peer_wall = ours["cost"]["process_seconds"], peer["cost"]["process_seconds"]
     return {"ratio": ratio(peer_wall, sluice_wall),
             "sluice": {"wall_s": sluice_wall,
                        "stage_seconds_sum": round(sum(stage["wall_s"] or 0 for stage in stages.values()), 1),
-                       "stages": stages, "max_orchestration_share": max(shares) if shares else None,
+                       "stages": stages, **{f"max_{share}": largest_share(stages, share) for share in SHARES},
                        "peak_process_rss_mb": ours["cost"]["peak_process_rss_mb"],
                        "peak_tree_rss_mb": ours["cost"]["peak_tree_rss_mb"],
                        "documents_in": ours["stages"]["extract"]["candidates"]},
@@ -101,6 +105,13 @@ def side_by_side(size: int, workers: int) -> dict:
                           "peak_process_rss_mb": peer["cost"]["peak_process_rss_mb"],
                           "peak_tree_rss_mb": peer["cost"]["peak_tree_rss_mb"],
                           "documents_in": peer["docs_in"], "failed_tasks": peer["failed_tasks"]}}
+
+
+def largest_share(stages: dict[str, dict], share: str) -> float | None:
+    """The largest `share` over the stages of SHARE_FROM_S or more."""
+    shares = [stage[share] for stage in stages.values()
+              if stage["wall_s"] and stage["wall_s"] >= SHARE_FROM_S and stage[share] is not None]
+    return max(shares) if shares else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,14 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     warm_up(args.workers)
     sizes = [int(size) for size in args.sizes.split(",")]
     runs = {f"{size}x": side_by_side(size, args.workers) for size in sizes}
-    shares = [run["sluice"]["max_orchestration_share"] for run in runs.values()
-              if run["sluice"]["max_orchestration_share"] is not None]
+    largest = {share: max((run["sluice"][f"max_{share}"] for run in runs.values()
+                           if run["sluice"][f"max_{share}"] is not None), default=None) for share in SHARES}
     peak = max(run["sluice"]["peak_process_rss_mb"] for run in runs.values())
     result = {f"ratio_{size}": run["ratio"] for size, run in runs.items()} | {
-        "max_orchestration_share": max(shares) if shares else None, "peak_process_rss_mb": peak,
+        f"max_{share}": value for share, value in largest.items()} | {"peak_process_rss_mb": peak,
         "workers": args.workers, "runs": runs,
         "goals": {**{f"ratio_{size}": goal(run["ratio"], ">=", GOALS["ratio_min"]) for size, run in runs.items()},
-                  "max_orchestration_share": goal(max(shares) if shares else None, "<=",
+                  "max_orchestration_share": goal(largest["orchestration_share"], "<=",
                                                   GOALS["orchestration_share_max"]),
                   "peak_process_rss_mb": goal(peak, "<=", GOALS["peak_process_rss_mb_max"])}}
     write_result(RESULTS / "whole_run.json", result, "whole_run.py", argv)
