@@ -48,9 +48,9 @@ SCHEDULER_CONFIG_ENV = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
 # long as a cluster lives (the test session's lives 20 minutes; `sluice server`'s for good).
 HOUSEKEEPING_CONFIG = {"distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "2s",
                        "distributed.worker.memory.monitor-interval": "500ms"}
-HOUSEKEEPING_CONFIG_ENV = {"DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",     # the same, for `dask scheduler|worker`
-                           "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
-                           "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "500ms"}
+# the same, for `dask scheduler|worker`: Dask's variable for a key is DASK_ and the key, "." as "__", "-" as "_"
+HOUSEKEEPING_CONFIG_ENV = {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): value
+                           for key, value in HOUSEKEEPING_CONFIG.items()}
 # The cluster of the innermost `dask_cluster` block: where the stage flows started inside it send their calls
 # (flows.stage_task_runner).
 _CLUSTER: ContextVar[RunCluster | None] = ContextVar("sluice_dask_cluster", default=None)
