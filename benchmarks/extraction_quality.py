@@ -14,7 +14,8 @@ stage's own steps (`tasks.dedup.steps.dedup_steps`) over the default extraction 
 
 Gold data (read in place from the shared data directory, see its PROVENANCE.md 4a/4b and 9):
 - trafilatura_eval: 990 real pages; per page `with` snippets (main text) and `without` snippets (boilerplate).
-- mozilla_readability: 130 pages with readability.js's expected output; snippets are derived from it.
+- mozilla_readability: 130 pages with readability.js's expected output; snippets are derived from it
+  (dev/readability_pages.py). Half of its sites trained the block selector: the labelled sets score the other half.
 - wcxb: 1,497 real pages of seven types (articles, forums, products, collections, listings, documentation,
   service pages; PROVENANCE.md 9) with their whole gold main text, scored by WCXB's word F1 (dev/wcxb.py) for the
   default extraction, resiliparse's main content and trafilatura's defaults, on the held-out sites of dev/wcxb.py's
@@ -32,9 +33,7 @@ result's `labelled_sets`.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
-import json
 import sys
 import tempfile
 import time
@@ -46,8 +45,6 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
-from resiliparse.extract.html2text import extract_plain_text
-from resiliparse.parse.html import HTMLTree
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,7 +54,8 @@ from benchmarks.labelled_sets import (DEFAULT, EXTRACTORS, MAIN_CONTENT, labelle
                                       labelled_sets_section, timed_texts)
 from configs.dedup import DedupConfig  # noqa: E402
 from dev.article_benchmark import DEFAULT_FOLDER as ARTICLES, load_article_benchmark  # noqa: E402
-from dev.gold_pages import Page, decode, found, load_trafilatura_eval, normalise, score  # noqa: E402
+from dev.readability_pages import heldout_half, load_readability  # noqa: E402
+from dev.gold_pages import Page, found, load_trafilatura_eval, normalise, score  # noqa: E402
 from dev.wcxb import HELDOUT, HELDOUT_SHARE, PAGE_TYPES, TRAIN, WcxbPage, has_gold, load_wcxb, word_f1  # noqa: E402
 from configs.html import HtmlTextConfig  # noqa: E402
 from storage.document_shard import DOCUMENT_SCHEMA, read_documents, write_documents  # noqa: E402
@@ -91,10 +89,6 @@ METRIC = """\
 - **ms/page**: CPU time of html_to_text per page over all {pages} pages, one process, the fastest of {repeats}
   passes after a warm-up call (CPU time because the benchmark machine is shared).
 """
-READABILITY_SNIPPET_TAGS = ("p", "li", "pre", "h1", "h2", "h3", "h4", "h5", "h6")
-NESTED_SNIPPET_SELECTOR = ", ".join(READABILITY_SNIPPET_TAGS)
-MIN_WITH_WORDS = 4
-MIN_WITHOUT_WORDS = 5
 TARGET_RECALL, TARGET_LEAK = 0.95, 0.08
 PARAGRAPH_MIN_DOCUMENTS = (2, 3, 5)
 FULL_RESULT = ROOT / "benchmarks" / "results" / "extraction_quality.json"
@@ -104,50 +98,6 @@ SAME_HOST_CRAWLS = ("warc/webarchive/archivesunleashed-aut/example.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0000.warc.gz",
                     "warc/webarchive/allenai-dolma/sample-0001.warc.gz",
                     "warc/commoncrawl/chatnoir-resiliparse/warcfile.warc.gz")
-
-
-@dataclass
-class ReadabilityPage(Page):
-    """A readability test page with its expected output's text as gold."""
-
-    main_content: str
-
-
-def load_readability(folder: Path) -> list[ReadabilityPage]:
-    pages = []
-    for case in sorted(path for path in folder.iterdir() if (path / "source.html.gz").exists()):
-        html = decode(gzip.decompress((case / "source.html.gz").read_bytes()))
-        expected = decode(gzip.decompress((case / "expected.html.gz").read_bytes()))
-        metadata = json.loads((case / "expected-metadata.json").read_text(encoding="utf-8"))
-        pages.append(ReadabilityPage(case.name, html, "", _expected_paragraphs(expected),  # the pages have no URL
-                                     _lines_readability_left_out(html, expected, metadata),
-                                     extract_plain_text(expected)))
-    return pages
-
-
-def _expected_paragraphs(expected_html: str) -> list[str]:
-    body = HTMLTree.parse(expected_html).body
-    if body is None:
-        return []
-    snippets = []
-    for tag in READABILITY_SNIPPET_TAGS:
-        for element in body.get_elements_by_tag_name(tag):
-            # Whether alt text belongs to a paragraph is a configuration choice (alt_texts), not gold.
-            if element.query_selector(NESTED_SNIPPET_SELECTOR) or element.query_selector("img"):
-                continue
-            text = normalise(extract_plain_text(element.html, list_bullets=False))
-            if len(text.split()) >= MIN_WITH_WORDS:
-                snippets.append(text)
-    return snippets
-
-
-def _lines_readability_left_out(html: str, expected_html: str, metadata: dict) -> list[str]:
-    kept_by_readability = normalise(extract_plain_text(expected_html))
-    described = normalise(" | ".join(str(metadata.get(key) or "")
-                                     for key in ("title", "byline", "excerpt", "siteName")))
-    lines = {normalise(line) for line in extract_plain_text(html).split("\n")}
-    return sorted(line for line in lines if len(line.split()) >= MIN_WITHOUT_WORDS
-                  and line not in kept_by_readability and line not in described)
 
 
 @dataclass
@@ -920,7 +870,8 @@ def main(argv: list[str] | None = None) -> int:
         out, result, render = args.out or WCXB_RESULT, {"wcxb": wcxb}, render_wcxb_markdown
     else:
         others = {"trafilatura_eval_odd": load_trafilatura_eval(data_dir / "html" / "trafilatura_eval")[1::2],
-                  "readability": load_readability(data_dir / "html" / "mozilla_readability"),
+                  # the other half of the sites trained the block selector (dev/block_selector.py)
+                  "readability_heldout": heldout_half(load_readability(data_dir / "html" / "mozilla_readability")),
                   "article_extraction_benchmark": load_article_benchmark(args.articles)}
         result = gold_set_figures(args, data_dir) | {"wcxb": wcxb,
                                                      "labelled_sets": labelled_sets(wcxb["heldout"], others)}

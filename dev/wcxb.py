@@ -50,6 +50,10 @@ class WcxbPage(Page):
     main_content: str
     split: str
 
+    @property
+    def site(self) -> str:
+        return site_of(self.domain)
+
 
 @dataclass(frozen=True)
 class PageLabel:

@@ -74,7 +74,7 @@ def test_the_numpy_trees_give_lightgbms_probabilities():
 
 def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
     """The trees and the threshold are generated from the shared data, not tuned by hand: the trainer, rerun, gives a
-    model that keeps the same blocks as the committed one (~40 s on 2 cores: it extracts ~1,500 pages, fits LightGBM
+    model that keeps the same blocks as the committed one (~50 s on 2 cores: it extracts the pages, fits LightGBM
     six times and cross-validates).
 
     Held to behaviour, not bytes: LightGBM's sums run in a different order on another CPU family (AMD and Intel
@@ -82,7 +82,7 @@ def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
     retraining elsewhere reproduces the model only within floating-point noise. The bounds: the same number of
     labelled blocks (the data is exact), the same decision on at least 99% of the training blocks (a flipped near-tie
     split moves blocks that sit near the threshold; a different threshold or features, or an untrained model, moves
-    far more), and the training pages' WCXB word F1 within 0.002 (a tenth of the gap between the selector and main
+    far more), and the gold training pages' word F1 within 0.002 (a tenth of the gap between the selector and main
     content on the held-out split, docs/stages.md)."""
     from dev.block_selector import candidate_pages, trained
     from tasks.extract.block_selector import forest, probabilities
@@ -90,24 +90,24 @@ def test_retraining_reproduces_the_committed_selectors_decisions(data_dir):
 
     if not (data_dir / "html" / "wcxb" / "metadata.json").exists():
         pytest.skip("WCXB is not staged in the shared data (PROVENANCE.md section 9)")
-    wcxb, trafilatura = candidate_pages(data_dir)
-    trees, threshold, blocks = trained(wcxb, trafilatura)
+    gold, trafilatura = candidate_pages(data_dir)
+    trees, threshold, blocks = trained(gold, trafilatura)
     committed = load_model(BLOCK_SELECTOR, FEATURE_NAMES)
     assert committed["blocks"] == blocks
     models = {"committed": (forest(committed["trees"]), committed["threshold"]),
               "retrained": (forest(trees), threshold)}
-    pages = [page.features for page in wcxb + trafilatura if page.blocks]
+    pages = [page.features for page in gold + trafilatura if page.blocks]
     # page by page, as extraction runs it: one call over all ~1,500 pages' rows took 4.1 s a model (its arrays of
     # trees x rows outgrow the caches) against 1.4 s
     kept = {name: np.concatenate([probabilities(model, rows) for rows in pages]) > cut
             for name, (model, cut) in models.items()}
     assert (kept["committed"] == kept["retrained"]).mean() >= 0.99
     # a page whose blocks both models keep alike has the same F1 under both: only the others move the mean
-    ends = np.cumsum([len(page.blocks) if page.blocks else 0 for page in wcxb])
-    differing = [page for page, end in zip(wcxb, ends) if page.blocks and
+    ends = np.cumsum([len(page.blocks) if page.blocks else 0 for page in gold])
+    differing = [page for page, end in zip(gold, ends) if page.blocks and
                  not np.array_equal(*(decisions[end - len(page.blocks):end] for decisions in kept.values()))]
     f1_gap = sum(_word_f1(page, *models["committed"]) - _word_f1(page, *models["retrained"])
-                 for page in differing) / len(wcxb)
+                 for page in differing) / len(gold)
     assert abs(f1_gap) <= 0.002
 
 
