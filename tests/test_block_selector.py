@@ -152,13 +152,15 @@ def test_the_extract_fingerprint_holds_the_model_files_the_recipe_uses(small_cor
 
 
 def test_the_sentence_end_and_year_tests_find_what_their_regexes_find():
-    """`ends_sentence` and the year column skip the regex searches they replaced (on every block of every page):
-    on strings of the characters that matter, in every order, they give the regexes' answers."""
+    """`ends_sentence` and the selector's sentence-end and year columns skip the regex searches they replaced (on
+    every block of every page): on strings of the characters that matter, in every order, they give the regexes'
+    answers (the selector reads a block's last 8 characters for its end, as it always has)."""
     import random
     import re
 
     from tasks.extract.block_features import YEAR, ends_sentence
-    from tasks.extract.selector_features import _has_year
+    from tasks.extract.html_text import Block
+    from tasks.extract.selector_features import FEATURE_NAMES, selector_features
 
     sentence_end = re.compile(r"[.!?…。！？][\"'»«“”’)\]]*$")
     draw = random.Random(0)
@@ -166,6 +168,9 @@ def test_the_sentence_end_and_year_tests_find_what_their_regexes_find():
     texts = ["", "2019", "x2019", "2019_", "1999 2000", "192019", "(2020)", "Dr.", "end.”", "end.) x", "? ]"] + [
         "".join(draw.choice(alphabet) for _ in range(draw.randint(1, 12))) for _ in range(20000)]
     assert [ends_sentence(text) for text in texts] == [bool(sentence_end.search(text)) for text in texts]
+    year, end = FEATURE_NAMES.index("has_year"), FEATURE_NAMES.index("ends_sentence")
     for start in range(0, len(texts), 50):
         page = texts[start:start + 50]
-        assert _has_year(page, "\n".join(page)).tolist() == [float(bool(YEAR.search(text))) for text in page]
+        features = selector_features([Block(text) for text in page], [False] * len(page), "")
+        assert features[:, year].tolist() == [float(bool(YEAR.search(text))) for text in page]
+        assert features[:, end].tolist() == [float(bool(sentence_end.search(text[-8:]))) for text in page]

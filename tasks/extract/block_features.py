@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 PROSE_MIN_WORDS = 8              # a block of at least this many words ending a sentence reads like article prose
-_END_MARKS, _CLOSERS = frozenset(".!?…。！？"), "\"'»«“”’)]"     # a sentence's end, and what may close it
+END_MARKS, CLOSERS = frozenset(".!?…。！？"), "\"'»«“”’)]"     # a sentence's end, and what may close it
 YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 MARKS = "|©@#:/"                  # separators of menus, bylines, credits and URLs
 
@@ -25,8 +25,8 @@ def ends_sentence(text: str) -> bool:
     r"""Whether `text` ends in a sentence's end mark, closing quotes or brackets allowed after it: what the regex
     r"[.!?…。！？][\"'»«“”’)\]]*$" finds in a block's text (which holds no line break, before which `$` would also
     match), without its search (~2 us a block, on every block of every page)."""
-    body = text.rstrip(_CLOSERS)
-    return bool(body) and body[-1] in _END_MARKS
+    body = text.rstrip(CLOSERS)
+    return bool(body) and body[-1] in END_MARKS
 
 
 def reads_like_prose(block) -> bool:
