@@ -246,6 +246,11 @@ def gains_over_main_content(scores: dict[float, dict[str, list[float]]],
             for threshold, by_set in scores.items()}
 
 
+def best_threshold(gains: dict[float, dict[str, float]], thresholds: Iterable[float] = THRESHOLDS) -> float:
+    """Of `thresholds`, the one whose worst labelled set gains most over main content."""
+    return max(thresholds, key=lambda threshold: min(gains[threshold].values()))
+
+
 def chosen_threshold(gains: dict[float, dict[str, float]], predict: Predictor,
                      trafilatura: list[CandidatePage]) -> float:
     """The threshold whose worst set gains most over main content, of those that keep trafilatura_eval's leak and
@@ -263,7 +268,7 @@ def chosen_threshold(gains: dict[float, dict[str, float]], predict: Predictor,
             allowed.append(threshold)
     if not allowed:
         raise SystemExit("no threshold keeps trafilatura_eval's leak and recall: nothing to ship")
-    return max(allowed, key=lambda threshold: min(gains[threshold].values()))
+    return best_threshold(gains, allowed)
 
 
 def candidate_pages(data_dir: Path) -> tuple[list[CandidatePage], list[CandidatePage]]:
@@ -276,9 +281,9 @@ def candidate_pages(data_dir: Path) -> tuple[list[CandidatePage], list[Candidate
         gold = [*pool.map(partial(candidate_page, labels_of=gold_labels), wcxb, chunksize=16),
                 *pool.map(partial(candidate_page, labels_of=gold_labels, labelled_set="readability",
                                   weight=READABILITY_WEIGHT), readability, chunksize=4)]
-        return gold, list(pool.map(partial(candidate_page, labels_of=snippet_labels, labelled_set="trafilatura_eval",
-                                           weight=TRAFILATURA_WEIGHT),
-                                   trafilatura, chunksize=16))
+        snippets = partial(candidate_page, labels_of=snippet_labels, labelled_set="trafilatura_eval",
+                           weight=TRAFILATURA_WEIGHT)
+        return gold, list(pool.map(snippets, trafilatura, chunksize=16))
 
 
 def worker_processes() -> ProcessPoolExecutor:
@@ -304,7 +309,7 @@ def main() -> int:
     gains = {}
     for name, train in (("logistic regression", linear_predictor), ("trees", tree_predictor)):
         gains = gains_over_main_content(cross_validated_scores(gold, trafilatura, train), gold)
-        best = max(THRESHOLDS, key=lambda threshold: min(gains[threshold].values()))
+        best = best_threshold(gains)
         print(f"{name}: best worst-set cross-validated gain over main content {min(gains[best].values()):+.4f} at "
               f"{best} (" + ", ".join(f"{kind} {gain:+.3f}" for kind, gain in sorted(gains[best].items())) + ")")
     trees, threshold, blocks = trained(gold, trafilatura, gains)       # the trees' gains, computed last

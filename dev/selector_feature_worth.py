@@ -11,7 +11,7 @@ import dataclasses
 import sys
 from statistics import fmean
 
-from dev.block_selector import (CandidatePage, THRESHOLDS, candidate_pages, cross_validated_scores,
+from dev.block_selector import (CandidatePage, best_threshold, candidate_pages, cross_validated_scores,
                                 gains_over_main_content)
 from storage.locations import shared_data_dir
 from tasks.extract.model_files import BLOCK_SELECTOR, load_model
@@ -45,7 +45,7 @@ def main() -> int:
     for group, names in GROUPS.items():
         pages = without(gold, names)
         gains = gains_over_main_content(cross_validated_scores(pages, without(trafilatura, names)), pages)
-        best = max(THRESHOLDS, key=lambda threshold: min(gains[threshold].values()))
+        best = best_threshold(gains)
         worst = min(gains[best], key=gains[best].get)
         print(f"without {group}: worst-set gain {gains[best][worst]:+.4f} at its best threshold {best} ({worst}); "
               f"at {shipped}: worst {min(gains[shipped].values()):+.4f}, mean {fmean(gains[shipped].values()):+.4f}",
