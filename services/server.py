@@ -213,7 +213,9 @@ def _over_https(prefect: Service, mlflow: Service, options: ServerOptions) -> No
     """Both servers on uvicorn's TLS with the web certificate: Prefect's app run by uvicorn as `prefect server
     start --background` runs it (the start command has no TLS options), MLflow's through its uvicorn options."""
     certs = options.certs.resolve()
-    tls = ["--ssl-keyfile", str(certs / WEB_KEY), "--ssl-certfile", str(certs / WEB_CERT)]
+    # uvicorn over TLS waits on its clients' open connections at shutdown until killed (15 s a server): a bound
+    tls = ["--ssl-keyfile", str(certs / WEB_KEY), "--ssl-certfile", str(certs / WEB_CERT),
+           "--timeout-graceful-shutdown", "3"]
     prefect.command = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
                        "--host", options.host, "--port", str(options.prefect_port), *tls]
     prefect.env["PREFECT__SERVER_FINAL"] = "1"         # as `--background` sets it: the app runs its services
