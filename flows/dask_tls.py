@@ -31,6 +31,16 @@ CLIENT_KEYS = {"distributed.comm.tls.ca-file": CA_FILE_ENV,
                "distributed.comm.tls.client.key": "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY"}
 
 
+def tls_files(role: str) -> dict[str, str]:
+    """The CA and the certificate with its key that Dask's configuration gives this process in `role` ("client",
+    "worker"): what other connections of the cluster (the training's MLflow writer) secure themselves with."""
+    import dask
+
+    return {"ca_file": dask.config.get("distributed.comm.tls.ca-file"),
+            "cert": dask.config.get(f"distributed.comm.tls.{role}.cert"),
+            "key": dask.config.get(f"distributed.comm.tls.{role}.key")}
+
+
 def tls_env(certs: Path, scheduler: bool = False) -> dict[str, str]:
     """The DASK_* variables of a node (worker or client) whose certificates are in `certs`; with `scheduler`, also
     the scheduler's certificate."""

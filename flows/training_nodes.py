@@ -7,7 +7,8 @@ workers one).
   any connection (torchrun trusts its network), so a node 0 at a public address is refused before anything starts.
 - Output: each node writes `node-<R>.log` beside the checkpoints, which every node must see (a rerun resumes
   from them); the flow follows node 0's log as it grows. Rank 0 sends its MLflow run to a writer in the flow
-  process, listening on the flow machine's address towards the scheduler (`tracking.mlflow_writer.HostedWriter`).
+  process, listening on the flow machine's address towards the scheduler (`tracking.mlflow_writer.HostedWriter`),
+  over TLS with the cluster's certificates when the scheduler is tls://.
 - Stopping: each node task holds its torchrun in a process group of its own and kills the group when the run's
   stop event (a Dask `Event`) is set: on cancel or crash (the flow's hooks), on timeout, or after another node
   failed.
@@ -17,6 +18,7 @@ workers one).
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import socket
 import threading
@@ -26,9 +28,10 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
 from configs.training import TrainingConfig
+from flows.dask_tls import tls_files
 from flows.processes import free_port
 from flows.torchrun import follow_records, kill_group, start_trainer, torchrun_command
-from tracking.mlflow_writer import WRITER_ENV, HostedWriter
+from tracking.mlflow_writer import TLS_SCHEME, WRITER_ENV, WRITER_TLS_ENV, HostedWriter
 
 TRAINER_RESOURCE = "trainer"
 DASK_ADDRESS_ENV = "SLUICE_DASK_ADDRESS"
@@ -101,6 +104,8 @@ def run_node(command: list[str], log_path: str, stop_event: str, env: dict[str, 
     from distributed import Event
 
     stop = Event(stop_event)
+    if env.get(WRITER_ENV, "").startswith(TLS_SCHEME):      # rank 0 shows this node's certificate to the writer
+        env = env | {WRITER_TLS_ENV: json.dumps(tls_files("worker"))}
     with open(log_path, "w") as log:
         process = start_trainer(command, log, env)
         try:
@@ -183,8 +188,10 @@ def train_on_nodes(config: TrainingConfig, config_path: str, flow_run_id: str, l
     hardware, checkpoint_dir = config.hardware, config.checkpoint.dir
     stop_name = stop_event_name(flow_run_id)
     address = dask_address(config)
-    # the nodes reach this machine the way it reaches the scheduler (loopback when the cluster is local)
-    writer = HostedWriter(get_ip(get_address_host(address)))
+    # the nodes reach this machine the way it reaches the scheduler (loopback when the cluster is local), over TLS
+    # when the scheduler is
+    writer = HostedWriter(get_ip(get_address_host(address)),
+                          tls_files("client") if address.startswith("tls://") else None)
     with writer, Client(address, timeout=60) as client:
         workers = trainer_workers(client, hardware.nodes)
         if problem := public_rendezvous(urlparse(workers[0]).hostname):

@@ -1,11 +1,13 @@
 """Rank 0's MLflow logging through the writer a launching flow hosts: the rank sends, never imports MLflow, and the
 run in MLflow is what it sent, continued on resume; a connection without the writer's token is dropped; a writer
-that fails stops the trainer and fails the flow, and one out of reach is named."""
+that fails stops the trainer and fails the flow, and one out of reach is named; across the nodes of a TLS cluster
+the writer speaks only TLS, to a certificate of the cluster's CA."""
 from __future__ import annotations
 
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -15,7 +17,7 @@ import mlflow
 import pytest
 
 from configs.training import TrainingConfig
-from tracking.mlflow_writer import RUN_RECORD, WRITER_ENV, HostedWriter
+from tracking.mlflow_writer import RUN_RECORD, TLS_SCHEME, WRITER_ENV, WRITER_TLS_ENV, HostedWriter, tls_context
 from tracking.run_logger import RunLogger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,9 +46,10 @@ def _config(tmp_path: Path, **mlflow_settings) -> TrainingConfig:
                    "system_metrics_interval_s": 1} | mlflow_settings})
 
 
-def _rank_0(config: TrainingConfig, address: str) -> list[str]:
+def _rank_0(config: TrainingConfig, address: str, env: dict[str, str] | None = None) -> list[str]:
     done = subprocess.run([sys.executable, "-c", RANK_0, json.dumps(config.model_dump(mode="json"))], cwd=ROOT,
-                          env=os.environ | {WRITER_ENV: address}, capture_output=True, text=True, timeout=120)
+                          env=os.environ | {WRITER_ENV: address} | (env or {}), capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -93,6 +96,45 @@ def test_a_connection_without_the_writers_token_is_dropped_and_the_trainer_is_se
     experiment = mlflow.get_experiment_by_name("hosted-writer-token").experiment_id
     (run,) = mlflow.MlflowClient().search_runs([experiment])         # the trainer's, and only it
     assert run.info.status == "FINISHED" and run.data.params == {"model.d_model": "16", "steps": "3"}
+
+
+def test_across_a_tls_cluster_the_writer_serves_only_tls_to_a_certificate_of_the_clusters_ca(tmp_path):
+    """Rank 0 on another node of a TLS cluster: the writer speaks TLS only, so the records cannot be read off the
+    network. A plain connection that shows the right token and a TLS one with another cluster's certificate are
+    dropped, nothing of what they sent logged; rank 0 with its node's certificate is served."""
+    from services.cluster_secrets import CA_CERT, NODE_CERT, NODE_KEY, make_cluster_secrets
+
+    files = {}
+    for cluster in ("ours", "foreign"):
+        make_cluster_secrets(tmp_path / cluster)
+        files[cluster] = {"ca_file": str(tmp_path / cluster / CA_CERT), "cert": str(tmp_path / cluster / NODE_CERT),
+                          "key": str(tmp_path / cluster / NODE_KEY)}
+    config = _config(tmp_path, experiment="hosted-writer-tls")
+    writer = HostedWriter(tls_files=files["ours"])
+    assert writer.address.startswith(TLS_SCHEME)
+    where, token = writer.address.removeprefix(TLS_SCHEME).split("/", 1)
+    host, port = where.rsplit(":", 1)
+    start = f"{token}\n{json.dumps({'op': 'start', 'config': config.model_dump(mode='json')})}\n".encode()
+    with socket.create_connection((host, int(port)), timeout=30) as plain:
+        _refused(plain, start)
+    # trusts our CA, shows the foreign cluster's certificate
+    impostor = tls_context(files["foreign"] | {"ca_file": files["ours"]["ca_file"]}, server_side=False)
+    with impostor.wrap_socket(socket.create_connection((host, int(port)), timeout=30)) as foreign:
+        _refused(foreign, start)
+    _rank_0(config, writer.address, {WRITER_TLS_ENV: json.dumps(files["ours"])})
+    writer.close()
+    experiment = mlflow.get_experiment_by_name("hosted-writer-tls").experiment_id
+    (run,) = mlflow.MlflowClient().search_runs([experiment])         # rank 0's, and only it
+    assert run.info.status == "FINISHED" and run.data.params == {"model.d_model": "16", "steps": "3"}
+
+
+def _refused(connection: socket.socket, sent: bytes) -> None:
+    """The writer hangs up on what `connection` sends (or fails its TLS handshake) without answering."""
+    try:
+        connection.sendall(sent)
+        assert connection.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+        pass
 
 
 def test_a_writer_that_fails_stops_the_trainer_and_fails_the_flow(tmp_path, monkeypatch):

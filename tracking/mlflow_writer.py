@@ -4,7 +4,8 @@ in ms, step; sent with `log_batch`: per-step `log_metric` calls are about 20x sl
 
 Rank 0 (`tracking.run_logger`) uses it in its own process, or, when the flow that launched torchrun hosts one
 (`HostedWriter`), sends it each operation as a JSON line over a socket whose address it finds in `WRITER_ENV`
-(loopback on one machine; the flow machine's address on the cluster's network for a run across nodes). The flow
+(loopback on one machine; the flow machine's address on the cluster's network for a run across nodes, over TLS
+when the cluster's Dask is: both ends show a certificate of the cluster's CA, as Dask's own connections do). The flow
 process has MLflow loaded already; rank 0 would spend ~4 s importing it and setting up its store while every other
 rank waits for it at the first collective. An end of input without `finish` (rank 0 killed) leaves the run
 RUNNING, to be continued by the resumed training; the training flow marks it FAILED if the attempt failed."""
@@ -15,6 +16,7 @@ import logging
 import os
 import secrets
 import socket
+import ssl
 import threading
 from collections.abc import Iterable, Iterator
 
@@ -22,7 +24,10 @@ from configs.training import TrainingConfig
 from tracking.run_copy import copy_run
 
 RUN_RECORD = "mlflow_run.json"
-WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # host:port/token of a hosted writer, for rank 0
+WRITER_ENV = "SLUICE_MLFLOW_WRITER"      # [tls://]host:port/token of a hosted writer, for rank 0
+# over TLS: the files of the rank's node, {"ca_file", "cert", "key"} as JSON (the node's Dask worker sets it)
+WRITER_TLS_ENV = "SLUICE_MLFLOW_WRITER_TLS"
+TLS_SCHEME = "tls://"
 TOKEN_WAIT_S = 10.0              # how long a connection has to show the writer's token
 PARAMS_PER_BATCH = 100           # MLflow's log_batch limits
 METRICS_PER_BATCH = 1000
@@ -158,13 +163,16 @@ class HostedWriter:
     `host`: the interface to listen on; loopback unless the trainer runs on other machines. The address carries a
     random token (`host:port/token`) that the trainer sends first: a connection without it is dropped and the
     writer waits on, so another process on the network can neither write into the run nor take the trainer's
-    place. (The records themselves travel unencrypted: the nodes' network must still be private.)"""
+    place. `tls_files` (`tls_context`'s, this machine's): the writer speaks TLS only (`tls://host:port/token`), to
+    a trainer that shows a certificate of the same CA, so the records cannot be read off the network either."""
 
-    def __init__(self, host: str = "127.0.0.1"):
+    def __init__(self, host: str = "127.0.0.1", tls_files: dict[str, str] | None = None):
         self.listener = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
         self.listener.settimeout(0.5)
+        self.tls = tls_context(tls_files, server_side=True) if tls_files else None
         self.token = secrets.token_urlsafe(24)
-        self.address = "%s:%d/%s" % (host, self.listener.getsockname()[1], self.token)
+        self.address = "%s%s:%d/%s" % (TLS_SCHEME if self.tls else "", host, self.listener.getsockname()[1],
+                                       self.token)
         self.closing, self.error = threading.Event(), None
         self.thread = threading.Thread(target=self._serve, name="mlflow-writer", daemon=True)
         self.thread.start()
@@ -173,7 +181,10 @@ class HostedWriter:
         while not self.closing.is_set():
             try:
                 connection, _ = self.listener.accept()
+                connection = self._secured(connection)
             except TimeoutError:
+                continue
+            if connection is None:
                 continue
             with connection, connection.makefile("r", encoding="utf-8") as lines:
                 if not self._shows_the_token(connection, lines):
@@ -185,6 +196,19 @@ class HostedWriter:
                 except Exception as error:       # the trainer's next operation fails on the closed connection
                     self.error = error
             return
+
+    def _secured(self, connection: socket.socket) -> socket.socket | None:
+        """The connection, after the TLS handshake when the writer speaks TLS; None (closed) if that failed."""
+        if self.tls is None:
+            return connection
+        connection.settimeout(TOKEN_WAIT_S)
+        try:
+            return self.tls.wrap_socket(connection, server_side=True)
+        except (OSError, ssl.SSLError) as error:
+            connection.close()
+            logger.warning("the MLflow writer dropped a connection without a certificate of the cluster's CA: %s",
+                           error)
+            return None
 
     def _shows_the_token(self, connection: socket.socket, lines) -> bool:
         connection.settimeout(TOKEN_WAIT_S)
@@ -209,6 +233,23 @@ class HostedWriter:
         self.listener.close()
         if self.error is not None:
             raise RuntimeError("logging the training run to MLflow failed") from self.error
+
+
+def tls_context(files: dict[str, str], server_side: bool) -> ssl.SSLContext:
+    """Mutual TLS as Dask's own connections make it (distributed.security): the peer must show a certificate of the
+    CA in `files["ca_file"]`, this end shows `files["cert"]` with its `key`; no host name check (a cluster's own CA
+    and addresses, not names)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH if server_side else ssl.Purpose.SERVER_AUTH,
+                                         cafile=files["ca_file"])
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(files["cert"], files["key"])
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = False
+    if server_side:
+        # no TLS 1.3 session tickets: the trainer never reads them, and a socket closed with unread data resets the
+        # connection, which can drop its last records (the `finish`) before the writer has read them
+        context.num_tickets = 0
+    return context
 
 
 def _notice_a_lost_peer(connection: socket.socket) -> None:

@@ -1,7 +1,7 @@
 """Rank 0's MLflow logger. Metrics are buffered and sent at `flush` in batches. The writing is done by a
 `tracking.mlflow_writer.RunWriter`: the one the flow that launched the training hosts, when it says where
-(`WRITER_ENV`), each operation sent as a JSON line over a socket; or else one in this process (a torchrun started
-by hand), which imports MLflow here.
+(`WRITER_ENV`), each operation sent as a JSON line over a socket (over TLS across the nodes of a TLS cluster); or
+else one in this process (a torchrun started by hand), which imports MLflow here.
 
 A resumed run continues the same MLflow run: its id is kept beside the checkpoints (`mlflow_writer.RUN_RECORD`).
 MLflow's own system-metrics monitor (CPU, memory, disk, network, GPU when there is one) samples in the writer
@@ -14,7 +14,7 @@ import socket
 import time
 
 from configs.training import TrainingConfig
-from tracking.mlflow_writer import WRITER_ENV, RunWriter
+from tracking.mlflow_writer import TLS_SCHEME, WRITER_ENV, WRITER_TLS_ENV, RunWriter, tls_context
 
 
 class RunLogger:
@@ -24,13 +24,17 @@ class RunLogger:
             return
         hosted = os.environ.get(WRITER_ENV)
         if hosted:
-            where, token = hosted.split("/", 1)
+            secured = hosted.startswith(TLS_SCHEME)
+            where, token = hosted.removeprefix(TLS_SCHEME).split("/", 1)
             host, port = where.rsplit(":", 1)
             try:
                 connection = socket.create_connection((host, int(port)), timeout=30)
             except OSError as error:
                 raise RuntimeError(f"cannot reach the flow's MLflow writer at {where} (${WRITER_ENV}): a trainer on "
                                    "another machine needs a route to the machine that runs the flow") from error
+            if secured:
+                connection = tls_context(json.loads(os.environ[WRITER_TLS_ENV]), server_side=False).wrap_socket(
+                    connection)
             connection.settimeout(None)
             self.writer, self.stream = None, connection.makefile("w", encoding="utf-8")
             self.stream.write(token + "\n")
