@@ -28,6 +28,16 @@ class SwarmConfig(StrictModel):
     seed: int = Field(0, ge=0, description="the draws of the mixtures")
 
 
+class TrustRegionConfig(StrictModel):
+    """Where the proposal may go (tasks/mixture/mixing_law.py, `trust_region`): near the natural mixture, and as far
+    as the swarm measured only where the law ranked the held-out swarm runs well."""
+    floor: float = Field(0.5, ge=0.0, le=1.0, description="each domain keeps at least this share of its natural weight")
+    ceiling: float = Field(2.0, ge=1.0, description="... and at most this many times it (and never past its cap)")
+    reliable: float = Field(0.8, ge=-1.0, le=1.0, description=(
+        "the law's leave-one-out rank correlation on the target from which each domain's bounds widen to the "
+        "weights the swarm measured for it"))
+
+
 class MixSearchConfig(MatchedRunsConfig):
     column: Literal["topic", "format"] = Field("topic", description="which domain column the mixtures weigh")
     domains: list[int] | None = Field(None, min_length=2, description=(
@@ -41,6 +51,7 @@ class MixSearchConfig(MatchedRunsConfig):
     target_tokens: int | None = Field(None, ge=1, description=(
         "the token budget the proposed mixture is for: no domain may be repeated beyond `max_epochs` there "
         "(default: `tokens`, the proxies' budget)"))
+    trust_region: TrustRegionConfig = Field(default_factory=TrustRegionConfig)
     validate_proposal: bool = Field(True, description=(
         "train proposed, natural and uniform mixtures over `seeds` and call the difference (an ablation)"))
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-mix-search"))

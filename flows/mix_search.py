@@ -7,7 +7,8 @@ verdict on it (RegMix, Liu et al. 2024; Data Mixing Laws, Ye et al. 2024; Olmix 
 2. Swarm: an ablation at one seed whose variants are the natural mixture and Dirichlet draws around it, one
    source per domain; its runs are the proxies.
 3. Fit: the law (`tasks.mixture.mixing_law`) from the weights to each suite metric, with its leave-one-out error.
-4. Proposal: the mixture the law predicts best on the target within the caps at `target_tokens`.
+4. Proposal: the mixture the law predicts best on the target within its trust region (near the natural mixture,
+   widened to the swarm's range where the law ranked held-out runs well) and the caps at `target_tokens`.
 5. Validation: an ablation of natural, uniform and proposed over the seeds (the natural mixture's first-seed run
    is the swarm's, found again), with its verdict and minimum detectable effect.
 
@@ -38,7 +39,8 @@ from flows.reporting import artifact_key
 from flows.trainer_pool import warm_trainers
 from storage.fs import local_path
 from tasks.mixture.census import source_tokens, token_document_pairs
-from tasks.mixture.mixing_law import FITS, held_out_error, propose, swarm_mixtures, weight_caps, within_caps
+from tasks.mixture.mixing_law import (FITS, held_out_error, propose, swarm_mixtures, trust_region, weight_caps,
+                                      within_caps)
 from tasks.mixture.placement import covering_budget
 from tasks.mixture.search_report import predicted_vs_measured_png, search_markdown, weights_png
 from tracking.parent_run import resumable_parent_run
@@ -97,12 +99,17 @@ def _mix_search(search: MixSearchConfig) -> dict:
               for metric in swarm["table"]["metrics"]}
     measured = np.array([scores[name][search.target] for name in members])
     law = fit(mixtures, measured)
-    proposed = _written(propose(law, caps, [natural, mixtures[measured.argmin()]], seed=search.swarm.seed))
+    trusted = search.trust_region
+    region = trust_region(natural, caps, mixtures, errors[search.target]["rank_correlation"], trusted.floor,
+                          trusted.ceiling, trusted.reliable)
+    proposed = _written(propose(law, region.upper, [natural, mixtures[measured.argmin()]], seed=search.swarm.seed,
+                                lower=region.lower))
     candidates = {"natural": members["natural"], "uniform": _written(within_caps(np.full(len(ids), 1 / len(ids)),
                                                                                     caps)), "proposed": proposed}
     predicted = {name: float(law.predict(np.array(weights))[0]) for name, weights in candidates.items()}
-    logger.info("mix-search %s: proposed %s (predicted %s %.4f against natural %.4f)", search.name,
-                np.round(proposed, 3).tolist(), search.target, predicted["proposed"], predicted["natural"])
+    logger.info("mix-search %s: proposed %s within %s trust region (predicted %s %.4f against natural %.4f)",
+                search.name, np.round(proposed, 3).tolist(), "a widened" if region.widened else "the natural mixture's",
+                search.target, predicted["proposed"], predicted["natural"])
     validation = None
     if search.validate_proposal:
         validation = ablation_flow(_ablation(search, "validation", candidates, ids, search.seeds), parent_id)
@@ -111,6 +118,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
         "name": search.name, "column": search.column, "law": search.law, "target": search.target,
         "domains": {"ids": ids, "names": names, "tokens": [int(count) for count in tokens],
                     "natural": natural.tolist(), "caps": caps.tolist()},
+        "trust_region": {"lower": region.lower.tolist(), "upper": region.upper.tolist(), "widened": region.widened}
+        | trusted.model_dump(),
         "swarm": {"size": len(members), "tokens": search.tokens, "seed": search.seeds[0],
                   "concentration": search.swarm.concentration, "mlflow_run_id": swarm["mlflow_run_id"],
                   "members": [{"name": name, "weights": list(weights), "measured": scores[name],
@@ -119,6 +128,7 @@ def _mix_search(search: MixSearchConfig) -> dict:
         "fit": {metric: {key: value for key, value in error.items() if key != "predicted"}
                 for metric, error in errors.items()},
         "mixtures": candidates, "predicted": predicted, "proposal_tokens": search.proposal_tokens,
+        "predicted_gain": predicted["natural"] - predicted["proposed"],
         "validation": _validation_figures(validation, search.target) if validation else None}
     result |= _publish(search, result, parent_id, tracking, f"{home}/report")
     run = mlflow.get_run(parent_id)
@@ -148,7 +158,7 @@ def _ablation(search: MixSearchConfig, part: str, mixtures: dict[str, list[float
               seeds: list[int]) -> AblationConfig:
     """An ablation of the search's runs whose variants are `mixtures` (name -> weights per domain)."""
     shared = search.model_dump(exclude={"column", "domains", "swarm", "law", "target", "target_tokens",
-                                        "validate_proposal"})
+                                        "trust_region", "validate_proposal"})
     variants = {name: {"mixture": {"sources": domain_sources(search.column, ids, weights)}}
                 for name, weights in mixtures.items()}
     return AblationConfig.model_validate(shared | {"name": f"{search.name}-{part}", "variants": variants,
@@ -177,6 +187,7 @@ def _validation_figures(validation: dict, target: str) -> dict:
             "bpb": {name: {metric: cell["mean"] for metric, cell in row["metrics"].items()}
                     for name, row in table["variants"].items()},
             "difference_proposed_minus_natural": versus["difference"], "p_value": versus["p_value"],
+            "realized_gain": -versus["difference"],
             "called": versus["called"], "minimum_detectable_effect": versus["mde"]}
 
 

@@ -72,6 +72,10 @@ def test_swarm_fit_proposal_and_validation_nest_under_one_run(searched):
         assert np.isfinite(result["fit"][metric]["mean_absolute_error"])
     proposed = np.array(result["mixtures"]["proposed"])
     assert np.isclose(proposed.sum(), 1) and (proposed <= np.array(domains["caps"]) + 1e-6).all()
+    region = result["trust_region"]          # three proxies: no law ranks that few well enough to widen it
+    assert not region["widened"] and np.allclose(region["lower"], 0.5 * np.array(domains["natural"]))
+    assert (np.array(region["lower"]) - 1e-6 <= proposed).all() and (proposed <= np.array(region["upper"]) + 1e-6).all()
+    assert result["predicted_gain"] == pytest.approx(result["predicted"]["natural"] - result["predicted"]["proposed"])
     assert result["predicted"]["proposed"] <= min(result["predicted"].values()) + 1e-9
     # 3 swarm runs + 3 mixtures x 2 seeds, the natural mixture's first seed shared: 8 trainings
     assert len(trainings) == 8
@@ -80,6 +84,8 @@ def test_swarm_fit_proposal_and_validation_nest_under_one_run(searched):
     assert validation["minimum_detectable_effect"] is not None
     assert validation["difference_proposed_minus_natural"] == pytest.approx(
         validation["bpb"]["proposed"]["macro"] - validation["bpb"]["natural"]["macro"])
+    assert validation["realized_gain"] == pytest.approx(-validation["difference_proposed_minus_natural"])
+    assert all(words in result["markdown"] for words in ("predicted ", "realized ", "Trust region"))
     client = mlflow.MlflowClient()
     for part in (result["swarm"]["mlflow_run_id"], validation["mlflow_run_id"]):
         assert client.get_run(part).data.tags["mlflow.parentRunId"] == result["mlflow_run_id"]

@@ -1,6 +1,7 @@
 """The mixing-law arithmetic of `sluice mix-search` (tasks/mixture/mixing_law.py): a law fitted to noisy losses of
 a swarm recovers the law that made them, its held-out error says so, and the proposal stays within the repetition
-limits while beating the natural and uniform mixtures on the law."""
+limits while beating the natural and uniform mixtures on the law; within a trust region around the natural
+mixture, widened only when the law ranks held-out runs well."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from tasks.mixture.mixing_law import (MixingLaw, fit_law, fit_tree, held_out_error, propose, swarm_mixtures,
-                                      weight_caps)
+                                      trust_region, weight_caps, within_caps)
 
 TRUE = MixingLaw(constant=0.9, scale=0.2, slopes=np.array([-1.6, 0.5, -0.4, 0.8]))
 NATURAL = np.array([0.1, 0.4, 0.3, 0.2])
@@ -75,3 +76,36 @@ def test_the_tree_law_ranks_held_out_mixtures_and_its_proposal_respects_the_caps
     proposed = propose(fit_tree(mixtures, losses), caps, [NATURAL])
     assert proposed.sum() == pytest.approx(1) and (proposed <= caps + 1e-9).all()
     assert TRUE.predict(proposed)[0] < TRUE.predict(NATURAL)[0]
+
+
+def test_the_proposal_keeps_to_a_trust_region_around_natural_widened_to_the_swarm_only_for_a_reliable_law():
+    """Unbounded, the law's favourite domain takes everything it can (a corner no run measured); within the trust
+    region every domain keeps half its natural share and at most twice it, and the proposal still gains on the law;
+    a reliable law widens each domain's bounds to the weights the swarm measured, never past a cap."""
+    mixtures, losses = noisy_swarm(24, seed=0)
+    law, caps = fit_law(mixtures, losses), np.ones(4)
+    corner = propose(law, caps, [NATURAL])
+    assert corner[0] > 0.9                                                 # the corner the region keeps out
+    narrow = trust_region(NATURAL, caps, mixtures, rank_correlation=0.5, floor=0.5, ceiling=2.0, reliable=0.8)
+    assert not narrow.widened
+    assert np.allclose(narrow.lower, 0.5 * NATURAL) and np.allclose(narrow.upper, 2 * NATURAL)
+    proposed = propose(law, narrow.upper, [NATURAL], lower=narrow.lower)
+    assert proposed.sum() == pytest.approx(1)
+    assert (proposed >= narrow.lower - 1e-9).all() and (proposed <= narrow.upper + 1e-9).all()
+    assert proposed[0] == pytest.approx(0.2, abs=1e-6)                    # twice its natural 0.1, as far as allowed
+    assert TRUE.predict(proposed)[0] < TRUE.predict(NATURAL)[0]
+    wide = trust_region(NATURAL, np.array([0.3, 1, 1, 1]), mixtures, rank_correlation=0.9, floor=0.5, ceiling=2.0,
+                        reliable=0.8)
+    assert wide.widened and np.allclose(wide.lower, np.minimum(0.5 * NATURAL, mixtures.min(0)))
+    assert np.allclose(wide.upper, np.minimum([0.3, 1, 1, 1], np.maximum(2 * NATURAL, mixtures.max(0))))
+    # caps that leave the region short of a whole mixture: the caps bound it instead
+    short = trust_region(NATURAL, np.array([1, 0.3, 0.2, 1]), mixtures, None, floor=0.5, ceiling=1.2, reliable=0.8)
+    assert np.allclose(short.upper, [1, 0.3, 0.2, 1]) and np.allclose(short.lower, 0.5 * NATURAL)
+
+
+def test_weights_moved_within_bounds_sum_to_one_and_keep_every_bound():
+    lower, caps = np.array([0.05, 0.2, 0.15, 0.1]), np.array([0.2, 0.8, 0.6, 0.4])
+    for weights in (np.array([0.9, 0.05, 0.03, 0.02]), np.array([0.0, 0.0, 0.0, 0.1]), np.full(4, 0.25)):
+        moved = within_caps(weights, caps, lower)
+        assert moved.sum() == pytest.approx(1) and (moved >= lower - 1e-12).all() and (moved <= caps + 1e-12).all()
+    assert np.allclose(within_caps(np.full(4, 0.25), np.ones(4)), 0.25)               # inside already: unchanged

@@ -12,10 +12,15 @@ the mixture it predicts best under the repetition limits.
   the swarm's points and no extrapolation past them.
 - **Error.** Leave-one-out over the swarm: each member predicted by the law fitted without it; Spearman rank
   correlation and mean absolute error of those predictions (what ranks mixtures is what the proposal relies on).
-- **Proposal.** The mixture minimising the predicted target on the simplex with each domain's weight at most its
-  cap: a domain of T tokens cannot give more than max_epochs * T of a budget of B tokens, so w <= max_epochs T / B.
-  RegMix's search (the best of SEARCH_DRAWS random mixtures within the caps), then SLSQP from it and from the
-  natural, the uniform and the best measured mixtures (each moved inside the caps); the best wins.
+- **Trust region.** A law fitted on a dozen points and pushed to a corner it never saw predicts gains it does not
+  deliver (RegMix and Olmix warn of it), so the proposal stays near the natural mixture: each domain between `floor`
+  and `ceiling` times its natural share (and within its cap). Only where the law is reliable (its leave-one-out
+  rank correlation on the target at least `reliable`) is the region widened, per domain to the range of weights
+  the swarm measured: the law is trusted where it was seen to rank, never past its data.
+- **Proposal.** The mixture minimising the predicted target on the simplex with each domain's weight within its
+  bounds (a domain of T tokens cannot give more than max_epochs * T of a budget of B tokens: w <= max_epochs T / B
+  caps every region). RegMix's search (the best of SEARCH_DRAWS random mixtures within the bounds), then SLSQP from
+  it and from the natural, the uniform and the best measured mixtures (each moved inside the bounds); the best wins.
 """
 from __future__ import annotations
 
@@ -114,36 +119,64 @@ def weight_caps(tokens: np.ndarray, max_epochs: np.ndarray, budget: int) -> np.n
     return np.minimum(1.0, np.asarray(max_epochs, np.float64) * np.asarray(tokens, np.float64) / budget)
 
 
-def propose(law: Law, caps: np.ndarray, starts: list[np.ndarray], seed: int = 0) -> np.ndarray:
-    """The mixture with the lowest predicted loss, each weight within [0, its cap], summing to 1."""
+@dataclass(frozen=True)
+class TrustRegion:
+    lower: np.ndarray        # per domain, the least weight the proposal may give it
+    upper: np.ndarray        # ... and the most (never past its cap)
+    widened: bool            # the law was reliable: the bounds cover what the swarm measured
+
+
+def trust_region(natural: np.ndarray, caps: np.ndarray, swarm: np.ndarray, rank_correlation: float | None,
+                 floor: float, ceiling: float, reliable: float) -> TrustRegion:
+    """The bounds the proposal keeps to: [floor, ceiling] x each natural share, within the caps; widened per domain
+    to the swarm's measured weights (rows of `swarm`) when the law's held-out `rank_correlation` is at least
+    `reliable`. A region the caps leave short of a whole mixture takes the caps as its upper bounds."""
+    natural, caps = _simplex(natural), np.asarray(caps, np.float64)
+    lower, upper = floor * natural, ceiling * natural
+    widened = rank_correlation is not None and bool(np.isfinite(rank_correlation)) and rank_correlation >= reliable
+    if widened:
+        lower, upper = np.minimum(lower, swarm.min(axis=0)), np.maximum(upper, swarm.max(axis=0))
+    upper = np.minimum(upper, caps)
+    if upper.sum() < 1:
+        upper = caps
+    return TrustRegion(np.minimum(lower, upper), upper, widened)
+
+
+def propose(law: Law, caps: np.ndarray, starts: list[np.ndarray], seed: int = 0,
+            lower: np.ndarray | None = None) -> np.ndarray:
+    """The mixture with the lowest predicted loss, each weight within [lower (default 0), its cap], summing to 1."""
     caps = np.asarray(caps, np.float64)
+    lower = np.zeros(caps.size) if lower is None else np.asarray(lower, np.float64)
     if caps.sum() < 1 - 1e-12:
         raise ValueError(f"the domains cannot fill the budget within their repetition limits: the caps sum to "
                          f"{caps.sum():.3f} < 1 (raise max_epochs, lower the token budget, or add data)")
-    drawn = np.random.default_rng(seed).dirichlet(np.ones(caps.size), size=SEARCH_DRAWS)
+    # uniform over the mixtures above the lower bounds, then those within the caps
+    drawn = lower + (1 - lower.sum()) * np.random.default_rng(seed).dirichlet(np.ones(caps.size), size=SEARCH_DRAWS)
     drawn = drawn[(drawn <= caps).all(axis=1)]
     searched = [drawn[law.predict(drawn).argmin()]] if len(drawn) else []
     best, best_loss = None, np.inf
     for start in [*searched, *starts, np.full(caps.size, 1 / caps.size)]:
-        result = minimize(lambda w: float(law.predict(w)[0]), within_caps(start, caps), method="SLSQP",
-                          bounds=list(zip(np.zeros(caps.size), caps)),
-                          constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}])
-        weights = within_caps(result.x, caps)
+        result = minimize(lambda w: float(law.predict(w)[0]), within_caps(start, caps, lower), method="SLSQP",
+                          bounds=list(zip(lower, caps)), constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}])
+        weights = within_caps(result.x, caps, lower)
         loss = float(law.predict(weights)[0])
         if loss < best_loss:
             best, best_loss = weights, loss
     return best
 
 
-def within_caps(weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """`weights` clipped to [0, caps] and brought back to a sum of 1 by filling the domains with room left."""
-    weights = np.clip(np.asarray(weights, np.float64), 0, caps)
+def within_caps(weights: np.ndarray, caps: np.ndarray, lower: np.ndarray | None = None) -> np.ndarray:
+    """`weights` clipped to [lower (default 0), caps] and brought back to a sum of 1: a shortfall filled in
+    proportion to each domain's room below its cap, an excess taken in proportion to each one's weight above its
+    lower bound."""
+    lower = np.zeros(caps.size) if lower is None else lower
+    weights = np.clip(np.asarray(weights, np.float64), lower, caps)
     for _ in range(caps.size):
         gap = 1 - weights.sum()
-        room = caps - weights
-        if abs(gap) < 1e-12 or room.sum() <= 0:
+        room, spare = caps - weights, weights - lower
+        if abs(gap) < 1e-12 or (room if gap > 0 else spare).sum() <= 0:
             break
-        weights = np.clip(weights + (gap * room / room.sum() if gap > 0 else gap * weights / weights.sum()), 0, caps)
+        weights = np.clip(weights + gap * (room / room.sum() if gap > 0 else spare / spare.sum()), lower, caps)
     return weights
 
 

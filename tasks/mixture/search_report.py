@@ -1,6 +1,7 @@
-"""What a mixture search leaves for people: the domains with their natural shares, caps and proposed weights; the
-swarm with each member's measured and held-out predicted loss; the fit's error; the validation's verdicts; and two
-charts (predicted against measured for the swarm, the proposed weights against the natural ones)."""
+"""What a mixture search leaves for people: the domains with their natural shares, caps, trust region and proposed
+weights; the swarm with each member's measured and held-out predicted loss; the fit's error; the predicted and
+realized gain of the proposal; the validation's verdicts; and two charts (predicted against measured for the swarm,
+the proposed weights against the natural ones)."""
 from __future__ import annotations
 
 import numpy as np
@@ -48,13 +49,20 @@ def search_markdown(result: dict) -> str:
              f"{len(domains['ids'])} {result['column']} domains; {result['law']} law fitted to {target} bits per "
              f"byte: held-out rank correlation {_number(result['fit'][target]['rank_correlation'], '.3f')}, mean "
              f"absolute error {result['fit'][target]['mean_absolute_error']:.4f}.", "",
-             "| domain | tokens | natural | cap | uniform | proposed |", "|---|---|---|---|---|---|"]
+             "| domain | tokens | natural | cap | trust region | uniform | proposed |",
+             "|---|---|---|---|---|---|---|"]
+    region = result["trust_region"]
     for index, name in enumerate(domains["names"]):
         lines.append(f"| {name} | {domains['tokens'][index]:,} | {domains['natural'][index]:.3f} | "
-                     f"{domains['caps'][index]:.3f} | {result['mixtures']['uniform'][index]:.3f} | "
-                     f"{result['mixtures']['proposed'][index]:.3f} |")
-    lines += ["", f"Predicted {target} bits per byte: " + ", ".join(
-        f"{name} {value:.4f}" for name, value in result["predicted"].items()), "",
+                     f"{domains['caps'][index]:.3f} | {region['lower'][index]:.3f}-{region['upper'][index]:.3f} | "
+                     f"{result['mixtures']['uniform'][index]:.3f} | {result['mixtures']['proposed'][index]:.3f} |")
+    lines += ["", f"Trust region: {region['floor']:g}-{region['ceiling']:g} x the natural shares"
+              + (", widened to the swarm's weights (the law ranked held-out runs at least "
+                 f"{region['reliable']:g})." if region["widened"] else
+                 f" (the law ranked held-out runs below {region['reliable']:g}: not widened)."), "",
+              f"Predicted {target} bits per byte: " + ", ".join(
+                  f"{name} {value:.4f}" for name, value in result["predicted"].items())
+              + f"; predicted gain of proposed over natural {result['predicted_gain']:+.4f}.", "",
         "| fitted to | held-out rank correlation | held-out mean absolute error |", "|---|---|---|",
         *[f"| {metric} | {_number(fit['rank_correlation'], '.3f')} | {fit['mean_absolute_error']:.4f} |"
           for metric, fit in result["fit"].items()], "",
@@ -65,8 +73,11 @@ def search_markdown(result: dict) -> str:
                      + f" | {member['measured'][target]:.4f} | {member['predicted']:.4f} |")
     validation = result.get("validation")
     if validation:
-        lines += ["", "## Validation (matched tokens and seeds)", "", *[f"- {line}" for line in
-                                                                       validation["verdicts"].values()]]
+        lines += ["", "## Validation (matched tokens and seeds)", "",
+                  f"Gain of proposed over natural on {target}: predicted {result['predicted_gain']:+.4f}, realized "
+                  f"{validation['realized_gain']:+.4f} bits per byte (detectable "
+                  f"{_number(validation['minimum_detectable_effect'], '.4f')}, {len(validation['seeds'])} seeds).",
+                  "", *[f"- {line}" for line in validation["verdicts"].values()]]
     return "\n".join(lines)
 
 
