@@ -2,6 +2,7 @@
 mixture at matched tokens?
 
     .venv/bin/python benchmarks/mixtures.py [--topics 4] [--swarm 16] [--seeds 3] [--tokens 524288] [--law tree]
+        [--validation-max-seeds 6]
 
 `configs/mix_search.yaml` with the bench corpus as input (built once under benchmarks/_work/), its domain stage
 cut to `--topics` topic clusters, and the ablation benchmark's model (about 4M parameters, 2 CPU ranks) as the
@@ -24,7 +25,7 @@ from benchmarks.ablation import MODEL, budget_parser  # noqa: E402
 from benchmarks.harness import RESULTS, ROOT, WORK, bench_env, ensure_corpus, write_result  # noqa: E402
 
 
-def bench_search(corpus: Path, topics: int, swarm: int, seeds: int, tokens: int, law: str):
+def bench_search(corpus: Path, topics: int, swarm: int, seeds: int, tokens: int, law: str, most_seeds: int):
     from configs.mix_search import parse_mix_search
 
     raw = yaml.safe_load((ROOT / "configs" / "mix_search.yaml").read_text())
@@ -34,6 +35,7 @@ def bench_search(corpus: Path, topics: int, swarm: int, seeds: int, tokens: int,
              "domains": base["domains"] | {"topics": topics}}
     raw |= {"name": "mix-search-bench", "base": base, "origin": str(ROOT), "law": law,
             "swarm": raw["swarm"] | {"size": swarm}, "seeds": list(range(seeds)), "tokens": tokens,
+            "validation_rounds": {"max": most_seeds, "step": 1} if most_seeds > seeds else None,
             "tokenizer": raw["tokenizer"] | {"vocab_size": 4096},
             "mlflow": {"experiment": "sluice-mix-search-bench",
                        "tracking_uri": f"sqlite:///{WORK}/ablation-mlflow.db"}}
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, default=4)
     parser.add_argument("--swarm", type=int, default=16)
     parser.add_argument("--law", default="log_linear", choices=["log_linear", "tree"])
+    parser.add_argument("--validation-max-seeds", type=int, default=6,
+                        help="the validation adds a seed at a time until proposed vs natural is called or this many")
     args = parser.parse_args(argv)
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
@@ -63,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     from flows.mix_search import mix_search_flow
     from training.plan import plan
 
-    search = bench_search(corpus, args.topics, args.swarm, args.seeds, args.tokens, args.law)
+    search = bench_search(corpus, args.topics, args.swarm, args.seeds, args.tokens, args.law,
+                          args.validation_max_seeds)
     budget_figures(search)
     started = time.perf_counter()
     result = mix_search_flow(search)
@@ -93,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "predicted_bpb": result["predicted"],
         "predicted_gain": result["predicted_gain"],
         "realized_gain": validation["realized_gain"],
+        "seeds_to_resolve_predicted_gain": validation["seeds_to_resolve_predicted_gain"],
         "validation": {"seeds": validation["seeds"], "bpb": validation["bpb"], "verdicts": validation["verdicts"]},
         "difference_proposed_minus_natural": validation["difference_proposed_minus_natural"],
         "p_value": validation["p_value"],

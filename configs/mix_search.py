@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from configs.ablation import MatchedRunsConfig
+from configs.ablation import MatchedRunsConfig, SeedRounds
 from configs.base import StrictModel
 from configs.parsing import RecipeError, parse_config, read_config_file
 from configs.schema import MlflowConfig, parse_recipe
@@ -52,6 +52,9 @@ class MixSearchConfig(MatchedRunsConfig):
         "the token budget the proposed mixture is for: no domain may be repeated beyond `max_epochs` there "
         "(default: `tokens`, the proxies' budget)"))
     trust_region: TrustRegionConfig = Field(default_factory=TrustRegionConfig)
+    validation_rounds: SeedRounds | None = Field(None, description=(
+        "the validation adds seeds in rounds (an ablation's `seed_rounds`) until proposed against natural is called "
+        "or `max` seeds have run: then it is bounded by the detectable effect"))
     validate_proposal: bool = Field(True, description=(
         "train proposed, natural and uniform mixtures over `seeds` and call the difference (an ablation)"))
     mlflow: MlflowConfig = Field(default_factory=lambda: MlflowConfig(experiment="sluice-mix-search"))

@@ -38,6 +38,7 @@ from flows.heartbeats import subflows_without_heartbeats
 from flows.reporting import artifact_key
 from flows.trainer_pool import warm_trainers
 from storage.fs import local_path
+from tasks.evaluation.compare import Power, seeds_to_resolve
 from tasks.mixture.census import source_tokens, token_document_pairs
 from tasks.mixture.mixing_law import (FITS, held_out_error, propose, swarm_mixtures, trust_region, weight_caps,
                                       within_caps)
@@ -112,7 +113,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
                 search.target, predicted["proposed"], predicted["natural"])
     validation = None
     if search.validate_proposal:
-        validation = ablation_flow(_ablation(search, "validation", candidates, ids, search.seeds), parent_id)
+        rounds = search.validation_rounds.model_dump() if search.validation_rounds else None
+        validation = ablation_flow(_ablation(search, "validation", candidates, ids, search.seeds, rounds), parent_id)
     names = [f"{search.column}-{domain}" for domain in ids]
     result = {
         "name": search.name, "column": search.column, "law": search.law, "target": search.target,
@@ -129,7 +131,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
                 for metric, error in errors.items()},
         "mixtures": candidates, "predicted": predicted, "proposal_tokens": search.proposal_tokens,
         "predicted_gain": predicted["natural"] - predicted["proposed"],
-        "validation": _validation_figures(validation, search.target) if validation else None}
+        "validation": _validation_figures(validation, search.target, predicted["natural"] - predicted["proposed"])
+        if validation else None}
     result |= _publish(search, result, parent_id, tracking, f"{home}/report")
     run = mlflow.get_run(parent_id)
     return result | {"mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
@@ -155,14 +158,16 @@ def _written(weights: np.ndarray) -> list[float]:
 
 
 def _ablation(search: MixSearchConfig, part: str, mixtures: dict[str, list[float]], ids: list[int],
-              seeds: list[int]) -> AblationConfig:
-    """An ablation of the search's runs whose variants are `mixtures` (name -> weights per domain)."""
+              seeds: list[int], seed_rounds: dict | None = None) -> AblationConfig:
+    """An ablation of the search's runs whose variants are `mixtures` (name -> weights per domain); the last one is
+    its headline comparison against natural (what `seed_rounds` add seeds for)."""
     shared = search.model_dump(exclude={"column", "domains", "swarm", "law", "target", "target_tokens",
-                                        "trust_region", "validate_proposal"})
+                                        "trust_region", "validation_rounds", "validate_proposal"})
     variants = {name: {"mixture": {"sources": domain_sources(search.column, ids, weights)}}
                 for name, weights in mixtures.items()}
     return AblationConfig.model_validate(shared | {"name": f"{search.name}-{part}", "variants": variants,
-                                                   "baseline": "natural", "seeds": seeds})
+                                                   "baseline": "natural", "seeds": seeds,
+                                                   "seed_rounds": seed_rounds})
 
 
 def _census(search: MixSearchConfig, ids: list[int], parent_id: str) -> list[int]:
@@ -178,16 +183,21 @@ def _census(search: MixSearchConfig, ids: list[int], parent_id: str) -> list[int
     return [min(column) for column in zip(*counts)]
 
 
-def _validation_figures(validation: dict, target: str) -> dict:
-    """The validation's verdicts, per metric means and proposed - natural with its detectable effect."""
+def _validation_figures(validation: dict, target: str, predicted_gain: float) -> dict:
+    """The validation's verdicts, per metric means and proposed - natural with its detectable effect, and how many
+    seeds would resolve the gain the law predicted at the validation's paired noise (None: beyond any count
+    considered, or no noise to weigh it against)."""
     table = validation["table"]
     versus = table["variants"]["proposed"]["vs_baseline"][target]
+    paired = versus["paired_std"]
     return {"mlflow_run_id": validation["mlflow_run_id"], "verdict": table["verdict"], "verdicts": table["verdicts"],
             "seeds": table["variants"]["natural"]["seeds"],
             "bpb": {name: {metric: cell["mean"] for metric, cell in row["metrics"].items()}
                     for name, row in table["variants"].items()},
             "difference_proposed_minus_natural": versus["difference"], "p_value": versus["p_value"],
             "realized_gain": -versus["difference"],
+            "seeds_to_resolve_predicted_gain": seeds_to_resolve(predicted_gain, paired, Power(**table["power"]))
+            if paired else None,
             "called": versus["called"], "minimum_detectable_effect": versus["mde"]}
 
 

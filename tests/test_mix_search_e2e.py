@@ -85,6 +85,8 @@ def test_swarm_fit_proposal_and_validation_nest_under_one_run(searched):
     assert validation["difference_proposed_minus_natural"] == pytest.approx(
         validation["bpb"]["proposed"]["macro"] - validation["bpb"]["natural"]["macro"])
     assert validation["realized_gain"] == pytest.approx(-validation["difference_proposed_minus_natural"])
+    needed = validation["seeds_to_resolve_predicted_gain"]          # at the validation's own paired noise
+    assert needed is None or needed >= 2
     assert all(words in result["markdown"] for words in ("predicted ", "realized ", "Trust region"))
     client = mlflow.MlflowClient()
     for part in (result["swarm"]["mlflow_run_id"], validation["mlflow_run_id"]):

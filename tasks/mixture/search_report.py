@@ -76,7 +76,9 @@ def search_markdown(result: dict) -> str:
         lines += ["", "## Validation (matched tokens and seeds)", "",
                   f"Gain of proposed over natural on {target}: predicted {result['predicted_gain']:+.4f}, realized "
                   f"{validation['realized_gain']:+.4f} bits per byte (detectable "
-                  f"{_number(validation['minimum_detectable_effect'], '.4f')}, {len(validation['seeds'])} seeds).",
+                  f"{_number(validation['minimum_detectable_effect'], '.4f')}, {len(validation['seeds'])} seeds; the "
+                  f"predicted gain would take {validation['seeds_to_resolve_predicted_gain'] or 'more than 1,000'} "
+                  "seeds to resolve at this noise).",
                   "", *[f"- {line}" for line in validation["verdicts"].values()]]
     return "\n".join(lines)
 
