@@ -22,7 +22,7 @@ from configs.ablation import AblationConfig
 from configs.parsing import RecipeError
 from configs.training import TrainingConfig
 from flows.ablation_data import prepare_data
-from flows.ablation_report import (RUN_KIND, SPLIT_KIND, ablation_datasets, comparison, power_tags,
+from flows.ablation_report import (CHARTS, RUN_KIND, SPLIT_KIND, ablation_datasets, comparison, power_tags,
                                    publish_ablation_report, run_role)
 from flows.dask_cluster import dask_cluster
 from flows.heartbeats import subflows_without_heartbeats
@@ -57,14 +57,16 @@ def budget_figures(ablation: AblationConfig) -> tuple[int, int]:
 
 
 @flow(name="sluice-ablation", log_prints=True)
-def ablation_flow(ablation: AblationConfig, parent_run_id: str | None = None) -> dict:
+def ablation_flow(ablation: AblationConfig, parent_run_id: str | None = None,
+                  charted: tuple[str, ...] = CHARTS) -> dict:
     """Run every variant's data stages and every (variant, seed) training run; returns the comparison.
-    `parent_run_id`: an MLflow run the ablation's own run nests under (a mixture search's)."""
+    `parent_run_id`: an MLflow run the ablation's own run nests under (a mixture search's); `charted`: which of
+    the report's CHARTS it draws."""
     with subflows_without_heartbeats(), warm_trainers():      # its trainings share torchruns
-        return _ablation(ablation, parent_run_id)
+        return _ablation(ablation, parent_run_id, charted)
 
 
-def _ablation(ablation: AblationConfig, parent_run_id: str | None) -> dict:
+def _ablation(ablation: AblationConfig, parent_run_id: str | None, charted: tuple[str, ...]) -> dict:
     logger = get_run_logger()
     seq_len, per_update = budget_figures(ablation)
     recipes = {name: recipe.model_copy(update={"store": local_path(recipe.store)})
@@ -91,7 +93,7 @@ def _ablation(ablation: AblationConfig, parent_run_id: str | None) -> dict:
                 break
         split = _variance_split(ablation, seeds, recipes, anchor, tracking, parent_id, seq_len, per_update) \
             if ablation.variance_split else None
-        report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report", split)
+        report = publish_ablation_report(ablation, parent_id, data, tracking, f"{home}/report", split, charted)
     run = mlflow.get_run(parent_id)
     return {"ablation": ablation.name, "mlflow_run_id": parent_id, "mlflow_tracking_uri": tracking,
             "mlflow_run_page": run_page_url(tracking, run.info.experiment_id, parent_id), **report}

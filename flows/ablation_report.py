@@ -143,19 +143,23 @@ def split_text(split: dict) -> str:
             f"{parts}; all together {split['all_controls_std']:.4f}.")
 
 
+CHARTS = ("bpb_vs_tokens", "bpb_by_domain", "steps_by_domain")   # steps: each variant against the one before
+
+
 def publish_ablation_report(ablation: AblationConfig, parent_id: str, data: dict, tracking: str,
-                            report_dir: str, split: dict[str, dict[int, str]] | None = None) -> dict:
-    """Table, verdicts, charts and the removals, as MLflow artifacts of the parent run and Prefect artifacts;
-    `split`: the variance split's runs (control -> seed -> run id)."""
+                            report_dir: str, split: dict[str, dict[int, str]] | None = None,
+                            charted: tuple[str, ...] = CHARTS) -> dict:
+    """Table, verdicts, the `charted` CHARTS and the removals, as MLflow artifacts of the parent run and Prefect
+    artifacts; `split`: the variance split's runs (control -> seed -> run id)."""
     table = comparison(parent_id)
     if split:
         table["variance_split"] = variance_split(table, split)
     removals = variant_removals(ablation.tokens, data["variants"])
     os.makedirs(report_dir, exist_ok=True)
-    charts = [curves_png(histories(parent_id), list(table["variants"]), os.path.join(report_dir, "bpb_vs_tokens.png")),
-              domain_bars_png(table, os.path.join(report_dir, "bpb_by_domain.png"))]
-    if len(table["variants"]) > 2:
-        charts.append(steps_png(table, os.path.join(report_dir, "steps_by_domain.png")))
+    drawn = {"bpb_vs_tokens": lambda path: curves_png(histories(parent_id), list(table["variants"]), path),
+             "bpb_by_domain": lambda path: domain_bars_png(table, path),
+             "steps_by_domain": lambda path: steps_png(table, path) if len(table["variants"]) > 2 else None}
+    charts = [path for path in (drawn[name](os.path.join(report_dir, f"{name}.png")) for name in charted) if path]
     text = comparison_text(table)
     why_lines = ["| variant | documents in | documents out | removed (documents / ≈tokens per reason) | unique tokens "
                  "| epochs |", "|---|---|---|---|---|---|"]

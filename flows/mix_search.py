@@ -91,7 +91,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
 
     drawn = swarm_mixtures(natural, search.swarm.size, search.swarm.concentration, search.swarm.seed, swarm_caps)
     members = {"natural" if index == 0 else f"swarm-{index:02d}": _written(row) for index, row in enumerate(drawn)}
-    swarm = ablation_flow(_ablation(search, "swarm", members, ids, search.seeds[:1]), parent_id)
+    # no charts of the swarm's own: a dozen curves and bars of unrelated mixtures; the search draws the law's
+    swarm = ablation_flow(_ablation(search, "swarm", members, ids, search.seeds[:1]), parent_id, charted=())
     scores = {name: {metric: row["metrics"][metric]["mean"] for metric in swarm["table"]["metrics"]}
               for name, row in swarm["table"]["variants"].items()}
     mixtures = np.array(list(members.values()))
@@ -114,7 +115,8 @@ def _mix_search(search: MixSearchConfig) -> dict:
     validation = None
     if search.validate_proposal:
         rounds = search.validation_rounds.model_dump() if search.validation_rounds else None
-        validation = ablation_flow(_ablation(search, "validation", candidates, ids, search.seeds, rounds), parent_id)
+        validation = ablation_flow(_ablation(search, "validation", candidates, ids, search.seeds, rounds), parent_id,
+                                   charted=("bpb_vs_tokens", "bpb_by_domain"))     # its mixtures are no steps
     names = [f"{search.column}-{domain}" for domain in ids]
     result = {
         "name": search.name, "column": search.column, "law": search.law, "target": search.target,

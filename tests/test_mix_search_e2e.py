@@ -103,6 +103,10 @@ def test_the_report_charts_and_figures_are_on_the_parent_run(searched, tmp_path)
     assert saved["mixtures"]["proposed"] == result["mixtures"]["proposed"]
     charts = {item.path for item in mlflow.MlflowClient().list_artifacts(run.info.run_id, "charts")}
     assert charts == {"charts/predicted_vs_measured.png", "charts/weights.png"}
+    # the swarm's ablation draws no charts of its own (its mixtures are neither few nor steps), the validation no steps
+    swarm, validation = (set(item.path for item in mlflow.MlflowClient().list_artifacts(part, "charts"))
+                         for part in (result["swarm"]["mlflow_run_id"], result["validation"]["mlflow_run_id"]))
+    assert swarm == set() and validation == {"charts/bpb_vs_tokens.png", "charts/bpb_by_domain.png"}
     assert "| topic-0 |" in result["markdown"] and "## Validation" in result["markdown"]
 
 
