@@ -52,13 +52,6 @@ def span(ordered: list[str], separator: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- the result files
 
-# Files written before the harness recorded `commit` (f759647): the commit that recorded each (`git log -1 -- FILE`).
-# A file recorded again names its own commit and must leave this list.
-RECORDING_COMMITS = {
-    "curation_quality.json": "1a04c30",
-}
-
-
 def result_files_table(current: list[str]) -> list[str]:
     """The README's table of result files with its last column rendered from the files it names; every result file
     must have a row."""
@@ -86,10 +79,11 @@ def json_files(row: str) -> list[str]:
 
 def recorded(name: str) -> str:
     """When, where and at which commit the file says it was recorded: `2026-11-26 17:27, Intel, commit 0baed1c
-    (dirty)`; a file older than the `commit` key gives the bare hash of the commit that recorded it."""
+    (dirty)`."""
     result = load(name)
     where = "unmeasured" if "unmeasured" in result else machine_label(result["machine"])
-    return f"{recorded_when(result)}, {where}, {commit_label(name, result)}"
+    return f"{recorded_when(result)}, {where}, commit {result['commit'][:7]}" + (" (dirty)" if result.get("dirty")
+                                                                                else "")
 
 
 def recorded_when(result: dict) -> str:
@@ -108,14 +102,6 @@ def machine_label(machine: dict | str) -> str:
     found = re.search(r'"cores": (\d+)|(\d+) cores', text)
     cores = int(found[1] or found[2])
     return f"{cores} cores" if cores > 2 else re.search(r"AMD|Intel", text)[0]
-
-
-def commit_label(name: str, result: dict) -> str:
-    if not result.get("commit"):
-        return RECORDING_COMMITS[name]
-    if name in RECORDING_COMMITS:
-        raise ValueError(f"results/{name} records its commit now: take it out of RECORDING_COMMITS")
-    return f"commit {result['commit'][:7]}" + (" (dirty)" if result.get("dirty") else "")
 
 
 # ----------------------------------------------------------------------------------------------- throughput.json

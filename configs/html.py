@@ -57,7 +57,7 @@ class HtmlTextConfig(StrictModel):
     """Drop a block that the trained boilerplate classifier (tasks/extract/boilerplate_classifier.py, a logistic
     regression over each block's length, links, punctuation and place on the page) gives a higher probability
     of being boilerplate than this. None: no classifier. Measured at 0.9 and 0.95 in
-    benchmarks/results/extraction_quality.md; off by default: on the model it changed nothing beyond seed noise
+    benchmarks/results/extraction_quality.md; off by default: on the model it made the held-out bits per byte worse
     (benchmarks/results/curation_quality.json, part 1)."""
 
     block_selector: bool = True
