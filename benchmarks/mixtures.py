@@ -2,21 +2,24 @@
 mixture at matched tokens?
 
     .venv/bin/python benchmarks/mixtures.py [--topics 4] [--swarm 16] [--seeds 3] [--tokens 524288] [--law tree]
-        [--validation-max-seeds 6]
+        [--validation-max-seeds 6] [--size-curve]
 
 `configs/mix_search.yaml` with the bench corpus as input (built once under benchmarks/_work/), its domain stage
 cut to `--topics` topic clusters, and the ablation benchmark's model (about 4M parameters, 2 CPU ranks) as the
 proxy. Writes `results/mixtures.json`: the domains, the swarm, the fit's held-out error (macro and per domain),
-the trust region, the proposed and natural weights, the predicted and realized gain, and the validation's
-per-domain and macro bits per byte, its difference, minimum detectable effect and verdict.
+what each swarm run added to it (`swarm_size_curve`; `--size-curve` prints it from the recorded file), the
+trust region, the proposed and natural weights, the predicted and realized gain, and the validation's per-domain
+and macro bits per byte, its difference, minimum detectable effect and verdict.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -45,6 +48,18 @@ def bench_search(corpus: Path, topics: int, swarm: int, seeds: int, tokens: int,
     return parse_mix_search(raw, origin="benchmarks/mixtures.py")
 
 
+def swarm_size_curve(members: list[dict], smallest: int = 6) -> dict[int, dict[str, float]]:
+    """What each added swarm run bought: per swarm size n (the first n members, in draw order), the law's
+    leave-one-out rank correlation on every metric, fitted to those members alone."""
+    from tasks.mixture.mixing_law import held_out_error
+
+    weights = np.array([member["weights"] for member in members])
+    return {size: {metric: round(held_out_error(weights[:size], np.array([member["measured"][metric]
+                                                                           for member in members[:size]]))
+                                 ["rank_correlation"], 3) for metric in members[0]["measured"]}
+            for size in range(smallest, len(members) + 1)}
+
+
 def within_region(result: dict) -> bool:
     """Whether the proposed weights keep to the trust region (to the recipe's rounding of weights)."""
     region = result["trust_region"]
@@ -60,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--law", default="log_linear", choices=["log_linear", "tree"])
     parser.add_argument("--validation-max-seeds", type=int, default=6,
                         help="the validation adds a seed at a time until proposed vs natural is called or this many")
+    parser.add_argument("--size-curve", action="store_true",
+                        help="print the recorded file's swarm-size curve (swarm_size_curve) and stop: no runs")
     args = parser.parse_args(argv)
+    if args.size_curve:
+        print(json.dumps(swarm_size_curve(json.loads(args.out.read_text())["swarm"]["members"]), indent=1))
+        return 0
     os.environ.update(bench_env())
     corpus, origin = ensure_corpus()
     from flows.ablation import budget_figures
@@ -90,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "fit_rank_correlation_heldout_by_domain": {metric: fit["rank_correlation"] for metric, fit in
                                                    result["fit"].items() if metric != "macro"},
         "fit_by_metric": result["fit"],
+        "swarm_size_curve": swarm_size_curve(result["swarm"]["members"]),
         "trust_region": {key: dict(zip(result["domains"]["names"], value)) if isinstance(value, list) else value
                          for key, value in result["trust_region"].items()},
         "proposed_weights": dict(zip(result["domains"]["names"], result["mixtures"]["proposed"])),
