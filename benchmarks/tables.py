@@ -82,8 +82,8 @@ def recorded(name: str) -> str:
     (dirty)`."""
     result = load(name)
     where = "unmeasured" if "unmeasured" in result else machine_label(result["machine"])
-    return f"{recorded_when(result)}, {where}, commit {result['commit'][:7]}" + (" (dirty)" if result.get("dirty")
-                                                                                else "")
+    dirty = " (dirty)" if result.get("dirty") else ""
+    return f"{recorded_when(result)}, {where}, commit {result['commit'][:7]}{dirty}"
 
 
 def recorded_when(result: dict) -> str:

@@ -13,6 +13,8 @@ the written weights.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
 import numpy as np
 
 from configs.html import HtmlTextConfig
