@@ -213,7 +213,7 @@ def _over_https(prefect: Service, mlflow: Service, options: ServerOptions) -> No
     """Both servers on uvicorn's TLS with the web certificate: Prefect's app run by uvicorn as `prefect server
     start --background` runs it (the start command has no TLS options), MLflow's through its uvicorn options."""
     certs = options.certs.resolve()
-    # uvicorn over TLS waits on its clients' open connections at shutdown until killed (15 s a server): a bound
+    # uvicorn over TLS waits on its clients' open connections at shutdown until killed (15 s a server): bound it
     tls = ["--ssl-keyfile", str(certs / WEB_KEY), "--ssl-certfile", str(certs / WEB_CERT),
            "--timeout-graceful-shutdown", "3"]
     prefect.command = [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app",
