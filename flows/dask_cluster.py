@@ -32,9 +32,17 @@ WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",   # 
 # pyarrow imports pandas (~0.25 s) the first time a worker builds an array from a list, which every stage's first
 # call on each worker did: dedup's features calls took 0.65 s first against 0.33 s after on 2 workers.
 # datasketch is imported where the signatures are computed (tasks/dedup/minhash.py), so named here.
-WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", "tasks.extract.task", "tasks.dedup.task", "datasketch",
-                  "tasks.tokenize.task", "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task",
-                  "matplotlib.figure", "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
+LIBRARY_PRELOAD = ("tasks.extract.task", "tasks.dedup.task", "datasketch", "tasks.tokenize.task",
+                   "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task", "matplotlib.figure",
+                   "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
+WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", *LIBRARY_PRELOAD)
+# A LocalCluster's workers are forked from one process (multiprocessing's forkserver) that has imported
+# LIBRARY_PRELOAD once, instead of each spawned interpreter importing it: on 2 cores a cluster was up in ~3 s instead
+# of ~6, a process's next cluster in ~0.2 s, and one closed in ~0.1 s instead of ~2. Prefect's task engine is not
+# among them: Prefect reads its settings (the API's URL, which a worker gets in its environment) when imported, so
+# each worker imports it after the fork. The forkserver starts at the first worker's start, inside the nanny's
+# pre-spawn environment (OMP_NUM_THREADS=1 and the like, PYTHONHASHSEED), so workers see what spawned ones would.
+FORKSERVER_CONFIG = {"distributed.worker.multiprocessing-method": "forkserver"}
 # The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a
 # worker of one thread, so a call could wait behind a long one (a chart, a large shard) while another worker sat
 # idle until work stealing moved it: seen as 0.3 s idle in the dedup stage. Calls here last 0.05-2 s, so the
@@ -84,12 +92,22 @@ class RunCluster:
         from distributed import LocalCluster
 
         workers = self._config.n_workers or os.cpu_count() or 1
-        self._stack.enter_context(dask.config.set(WORKER_CONFIG | SCHEDULER_CONFIG | HOUSEKEEPING_CONFIG))
+        self._stack.enter_context(dask.config.set(WORKER_CONFIG | SCHEDULER_CONFIG | HOUSEKEEPING_CONFIG
+                                                  | FORKSERVER_CONFIG))
+        _preload_forkserver()
         cluster = self._stack.enter_context(LocalCluster(
             n_workers=workers, threads_per_worker=self._config.threads_per_worker, processes=True,
             dashboard_address=":0", host="127.0.0.1", env=prefect_api_env(), preload=list(WORKER_PRELOAD)))
         _logger().info("Dask LocalCluster of %d workers started: scheduler %s", workers, cluster.scheduler_address)
         return cluster.scheduler_address
+
+
+def _preload_forkserver() -> None:
+    """The modules the forkserver imports when it starts (no effect once it runs). Dask's multiprocessing context
+    sets its own list (distributed and every optional package it knows) on its first use, so it is used first."""
+    from distributed.utils import get_mp_context
+
+    get_mp_context().set_forkserver_preload(["distributed", *LIBRARY_PRELOAD])
 
 
 @contextmanager

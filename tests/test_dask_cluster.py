@@ -37,6 +37,25 @@ def test_workers_start_with_the_stages_libraries_loaded(dask_address):
     assert all(modules == list(WORKER_PRELOAD) for modules in loaded.values())
 
 
+def test_forked_workers_read_the_runs_prefect_api_and_one_blas_thread_as_spawned_ones_would(dask_address):
+    """The workers are forked from a process that imported the stages' libraries, not Prefect (flows.dask_cluster):
+    Prefect's settings in a worker hold the API of the process that started the cluster, and the BLAS pools were
+    sized under the nanny's OMP_NUM_THREADS=1 (a threaded SVD gives other domains)."""
+    from prefect.settings import get_current_settings
+    from threadpoolctl import threadpool_info
+
+    from flows.dask_cluster import prefect_api_env
+
+    def seen() -> tuple:
+        return (get_current_settings().api.url, os.environ.get("OMP_NUM_THREADS"),
+                sorted({pool["num_threads"] for pool in threadpool_info()}))
+
+    with Client(dask_address) as client:
+        found = client.run(seen)
+    api = prefect_api_env()["PREFECT_API_URL"]
+    assert len(found) == 2 and all(value == (api, "1", [1]) for value in found.values()), (api, found)
+
+
 def test_workers_start_without_dasks_64_kb_malloc_trim(dask_address):
     with Client(dask_address) as client:
         found = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
