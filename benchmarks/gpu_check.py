@@ -1,7 +1,7 @@
 """The trainer on the hardware it is for, in one command: throughput and MFU, peak memory against `sluice plan`,
 bf16 against fp32, and an interrupted run resumed against an uninterrupted one.
 
-    bash benchmarks/gpu_check.sh                                  # on a GPU machine: carried wheels, then this
+    bash benchmarks/gpu_check.sh --clean-commit SHA               # on a GPU machine: carried wheels, then this
     .venv/bin/python benchmarks/gpu_check.py --device cpu --out DIR   # the same check at tiny sizes (a test runs it)
 
 Every run is the project's own trainer (`training.train` under torchrun, one rank per GPU, MLflow off: the GPU
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--budget-s", type=float, default=240.0, help="skip the bigger model after this long")
+    parser.add_argument("--clean-commit", metavar="SHA", help=(
+        "the commit whose clean tree this runs, recorded with dirty false: the device's copy of the tree has no git, "
+        "so the session checks `git status` here before the call and names HEAD"))
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"which of {', '.join(PARTS)} to run (a rerun on a lent GPU's last minutes)")
     args = parser.parse_args(argv)
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
         check = Check(args.device, Path(work), args.out / "gpu_check.log")
         result = {"command": f"python3 benchmarks/gpu_check.py {' '.join(argv)}", **environment(args.device),
+                  **({"commit": args.clean_commit, "dirty": False} if args.clean_commit else {}),
                   "model": check.sizes["model"], "bigger_model": check.sizes["bigger"]}
         for part in (name for name in PARTS[:-1] if name in parts):
             result |= getattr(check, part)()

@@ -42,11 +42,12 @@ def test_the_gpu_check_runs_the_trainer_on_cpu_without_mlflow_and_writes_every_f
 
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "benchmarks/gpu_check.py", "--device", "cpu", "--out", str(out),
-                           "--budget-s", "100000"],                     # the bigger model too, however busy the machine
+                           "--budget-s", "100000",                      # the bigger model too, however busy the machine
+                           "--clean-commit", "0" * 40],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads((out / "gpu.json").read_text())
-    assert set(KEYS) <= set(result)
+    assert set(KEYS) <= set(result) and (result["commit"], result["dirty"]) == ("0" * 40, False)
     assert result["errors"] == {} and result["bigger_error"] is None, result
     assert all(rate > 0 for rate in result["tokens_per_s"].values()) and result["tokens_per_s_350m"] > 0
     assert result["resume_exact"] is True and result["rerun_max_loss_gap"] == 0.0
