@@ -115,7 +115,8 @@ def logged_model(split_pages, tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def dask_address(prefect_database) -> str:
     """One Dask LocalCluster (2 workers) for the end-to-end runs that leave their cluster alone: a recipe's own
-    cluster costs ~7 s to start and stop, and the suite runs about ten. The test that kills workers and the
+    cluster costs ~2.5 s to start in a process (its workers forked from a forkserver that imports the stages'
+    libraries first), and the suite runs about ten. The test that kills workers and the
     `sluice run` test start their own, as a recipe without `dask.address` does. The session's Prefect API starts
     here, on the migrated database unless a test before started it."""
     from prefect import flow
