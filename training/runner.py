@@ -35,10 +35,22 @@ class PlainRunner:
         model = self.module
         model.set_requires_gradient_sync(sync or last)
         model.set_reshard_after_backward(last)
-        with loss_context(self.tensor_parallel):
-            loss, cross_entropy = model(inputs, targets, self.z_loss)
-            self.loss_scale.scaled(loss / accumulation).backward()
+        # While accumulating, the gathered parameters are held between micro-batches anyway (`sluice plan` counts
+        # them): keeping each block's from its forward to its backward too saves an all-gather per micro-batch
+        # (13% of a 2-rank CPU update of 4 micro-batches). Evaluations' forward passes, with no backward to reshard
+        # after, reshard after forward again.
+        self._keep_gathered_after_forward(accumulation > 1)
+        try:
+            with loss_context(self.tensor_parallel):
+                loss, cross_entropy = model(inputs, targets, self.z_loss)
+                self.loss_scale.scaled(loss / accumulation).backward()
+        finally:
+            self._keep_gathered_after_forward(False)
         return cross_entropy.detach()
+
+    def _keep_gathered_after_forward(self, keep: bool) -> None:
+        for block in self.module.blocks.children():     # not the root, which never reshards after forward
+            block.set_reshard_after_forward(not keep, recurse=False)
 
 
 def model_runner(model: Transformer, env: Distributed, config: TrainingConfig, compute_dtype: torch.dtype | None,
