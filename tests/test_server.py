@@ -101,7 +101,7 @@ class Server:
         self.env = os.environ | {"SLUICE_STATE_DIR": str(self.state), "PYTHONPATH": str(ROOT),
                                  # shorter waits than the defaults (10 s, 30 s): the runner's polls, and a run
                                  # held back by the concurrency limit before it asks again
-                                 "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+                                 "PREFECT_RUNNER_POLL_FREQUENCY": "1",
                                  "PREFECT_SERVER_DEPLOYMENTS_CONCURRENCY_SLOT_WAIT_SECONDS": "4"}
         prefect_database.copy_to(self.state / "server" / "prefect")     # migrated: where `sluice server` keeps it
         self.output = open(setup["base"] / "server.out", "w+")
@@ -119,10 +119,10 @@ class Server:
         while "up; Ctrl-C stops everything" not in self.printed():
             assert self.process.poll() is None, self.printed()
             assert time.monotonic() < deadline, self.printed()
-            time.sleep(1)
+            time.sleep(0.5)
         while len(self.deployments()) < 4:          # the deployments process registers them once it is up
             assert time.monotonic() < deadline, self.printed()
-            time.sleep(1)
+            time.sleep(0.5)
 
     def post(self, path: str, body: dict | None = None):
         # SQLite under a busy server can answer 5xx ("database is locked") or, while it waits on the lock, not
@@ -161,7 +161,7 @@ class Server:
             if found["state_type"] in states:
                 return found
             assert time.monotonic() < deadline, f"{found['state_type']}: {self.logs(run_id)[-20:]}"
-            time.sleep(2)
+            time.sleep(0.5)
 
     def logs(self, run_id: str) -> list[str]:
         found = self.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC",
@@ -224,7 +224,7 @@ def test_an_interval_schedule_fires_by_itself_on_the_external_dask_cluster(serve
             if [run for run in runs if run["auto_scheduled"]]:
                 break
             assert time.monotonic() < deadline, server.printed()
-            time.sleep(3)
+            time.sleep(1)
     finally:        # also when this test fails: a run every 10 s would load the cores for every test after it
         server.post(f"/deployments/{server.deployments()['tick']['id']}/pause_deployment")
     logs = "\n".join(server.logs(runs[0]["id"]))
@@ -368,13 +368,13 @@ def test_cancelling_a_training_run_from_the_api_stops_every_rank(server, setup):
     deadline = time.monotonic() + 240
     while len(_trainer_processes(setup["train_config"])) < 3:        # torchrun and its two ranks
         assert time.monotonic() < deadline, server.logs(run_id)[-20:]
-        time.sleep(1)
+        time.sleep(0.5)
     server.post(f"/flow_runs/{run_id}/set_state", {"state": {"type": "CANCELLING"}, "force": True})
     assert server.wait(run_id, 120)["state_type"] == "CANCELLED"
     deadline = time.monotonic() + 60
     while left := _trainer_processes(setup["train_config"]):
         assert time.monotonic() < deadline, [process.info["cmdline"] for process in left]
-        time.sleep(1)
+        time.sleep(0.5)
 
 
 def test_shutting_down_stops_every_process_it_started(server):
