@@ -28,16 +28,24 @@ def kill_process_group(pgid: int, grace_s: float = 10.0, reap: Callable[[], obje
     after the grace period is not left behind as an orphan. (A torchrun killed from outside, before this is called,
     leaves its ranks re-parented away from it, where this cannot find them: each rank dies with its torchrun
     instead, `training.launcher_death`.)"""
-    strays = _descendants_outside(pgid)
+    kill_process_groups({pgid: reap}, grace_s)
+
+
+def kill_process_groups(reaps: dict[int, Callable[[], object]], grace_s: float = 10.0) -> None:
+    """`kill_process_group` of several groups at once (process group id -> its `reap`): all signalled, then waited
+    on together, so stopping them takes the slowest one's time, not the sum."""
+    strays = {pgid: _descendants_outside(pgid) for pgid in reaps}
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not _signal(pgid, strays, sig):
-            return
+        left = [pgid for pgid in reaps if _signal(pgid, strays[pgid], sig)]
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            reap()
-            if not _signal(pgid, strays, 0):
-                return
-            time.sleep(0.2)
+        while left and time.monotonic() < deadline:
+            for pgid in left:
+                reaps[pgid]()
+            left = [pgid for pgid in left if _signal(pgid, strays[pgid], 0)]
+            if left:
+                time.sleep(0.2)
+        if not left:
+            return
 
 
 def _descendants_outside(pgid: int) -> list[psutil.Process]:

@@ -16,7 +16,7 @@ service starts once the services it needs answer their health checks: Prefect, M
 deployments process at once (the deployments process waits for Prefect's API after its imports), the workers after
 the scheduler. Fresh, on 2 cores, the deployments are served ~48 s after the command instead of ~67 s with each
 service started after the one before. Ctrl-C or SIGTERM, or any service dying, stops everything started, process
-group by process group (SIGTERM, then SIGKILL after a grace period).
+group by process group (SIGTERM, then SIGKILL after a grace period), in the layers of `stop_order`.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flows.dask_tls import REQUIRE_ENCRYPTION_ENV, tls_env
-from flows.processes import kill_process_group
+from flows.processes import kill_process_groups
 from services.cluster_secrets import CA_CERT, WEB_CERT, WEB_KEY
 from services.multi_host import (MLFLOW_AUTH_CONFIG, Credentials, client_instructions, credentials_from_environment,
                                  host_problems, https_client_env, mlflow_auth_config, mlflow_login_refused,
@@ -238,6 +238,19 @@ def busy_ports(options: ServerOptions) -> list[int]:
     return busy
 
 
+def stop_order(started: list[Service]) -> list[list[Service]]:
+    """The started services in the layers they are stopped in, one layer after another and each layer's services
+    all at once: the deployments process first (its flow runs report to Prefect and MLflow and run on Dask), then
+    every service nothing left running needs, then those the others needed (the Dask scheduler, after its
+    workers). At once, the services take the slowest one's time to stop (a Dask worker ~2.4 s on 2 cores) instead
+    of the sum (~6 s)."""
+    first = [service for service in started if service.name == "deployments"]
+    rest = [service for service in started if service not in first]
+    needed = {name for service in rest for name in service.needs}
+    return [layer for layer in (first, [service for service in rest if service.name not in needed],
+                                [service for service in rest if service.name in needed]) if layer]
+
+
 class Supervisor:
     """Starts the services, each once those it needs answer, and stops them all, whatever happens."""
 
@@ -299,8 +312,8 @@ class Supervisor:
         if self.started and not self.options.multi_host and record.exists() \
                 and json.loads(record.read_text())["pid"] == os.getpid():
             record.unlink()
-        for service in reversed(self.started):
-            kill_process_group(service.process.pid, grace_s, reap=service.process.poll)
+        for layer in stop_order(self.started):
+            kill_process_groups({service.process.pid: service.process.poll for service in layer}, grace_s)
         self.started = []
 
     def _launch(self, service: Service, log_path: Path, startup_timeout_s: float) -> None:

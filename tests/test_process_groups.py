@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from flows.processes import kill_process_group
+from flows.processes import kill_process_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,19 +38,23 @@ def _running(pid: int) -> bool:
 
 
 def test_a_rank_in_a_session_of_its_own_goes_with_its_launchers_group():
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], start_new_session=True, stdout=subprocess.PIPE,
-                                text=True)
-    rank = int(launcher.stdout.readline())
+    """Two launchers' groups stopped at once (kill_process_groups, as `sluice server` stops a layer of services):
+    each launcher and its rank go, through the SIGKILL after the grace period."""
+    launchers = [subprocess.Popen([sys.executable, "-c", LAUNCHER], start_new_session=True, stdout=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+    ranks = [int(launcher.stdout.readline()) for launcher in launchers]
     try:
-        assert os.getpgid(rank) != launcher.pid
-        kill_process_group(launcher.pid, grace_s=1.0, reap=launcher.poll)
-        assert launcher.poll() is not None
-        assert not _running(rank), "the rank outlived its launcher"
+        assert all(os.getpgid(rank) != launcher.pid for launcher, rank in zip(launchers, ranks))
+        kill_process_groups({launcher.pid: launcher.poll for launcher in launchers}, grace_s=1.0)
+        assert all(launcher.poll() is not None for launcher in launchers)
+        assert not [rank for rank in ranks if _running(rank)], "a rank outlived its launcher"
     finally:
-        if _running(rank):
-            os.kill(rank, signal.SIGKILL)
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
+        for rank in ranks:
+            if _running(rank):
+                os.kill(rank, signal.SIGKILL)
+        for launcher in launchers:
+            if launcher.poll() is None:
+                os.killpg(launcher.pid, signal.SIGKILL)
 
 
 # a rank that asks to die with its launcher, then waits; its line in one write (torchrun runs ranks unbuffered, where

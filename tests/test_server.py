@@ -377,6 +377,16 @@ def test_cancelling_a_training_run_from_the_api_stops_every_rank(server, setup):
         time.sleep(0.5)
 
 
+def test_the_clients_stop_first_then_each_layer_of_services_at_once():
+    """The deployments process first (its runs report to Prefect and run on Dask), then the services nothing else
+    running needs, together, then the Dask scheduler its workers needed."""
+    from services.server import ServerOptions, services, stop_order
+
+    started = services(ServerOptions(dask_workers=2, deployments="configs/deployments.yaml"))
+    assert [[service.name for service in layer] for layer in stop_order(started)] == [
+        ["deployments"], ["prefect", "mlflow", "dask-worker-0", "dask-worker-1"], ["dask-scheduler"]]
+
+
 def test_shutting_down_stops_every_process_it_started(server):
     children = psutil.Process(server.process.pid).children(recursive=True)
     started = {int(line.split("pid")[1]) for line in server.printed().splitlines() if " pid " in line}
