@@ -29,7 +29,8 @@ def s_curve_chart(config: DedupConfig) -> dict[str, Callable[[], bytes]]:
 
 
 def cluster_sizes_chart(clusters: dict) -> dict[str, Callable[[], bytes]]:
-    """The cluster-size histogram, started once the clusters are known."""
+    """The cluster-size histogram, started once the clusters are known (before the paragraph and apply steps: drawn
+    after them, it left both slots waiting at the stage's end)."""
     return {CLUSTER_SIZES_PNG: in_background(partial(png_bytes, cluster_size_histogram_png, _sizes(clusters)))}
 
 

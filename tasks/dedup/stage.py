@@ -42,6 +42,7 @@ class DedupStage:
             started, seconds_before = time.perf_counter(), call_seconds()
             if function is clusters_call:
                 results = [steps.call(function, job, label="dedup-clusters", **arguments) for job in jobs]
+                charts.update(cluster_sizes_chart(results[0]))      # drawn while the later steps run
             else:
                 results = steps.map(function, jobs, f"dedup {name}", job_sizes=sizes, **arguments)
             timings.append({"step": name, "tasks": len(results),
@@ -52,7 +53,6 @@ class DedupStage:
             return results
 
         done = dedup_steps(shard_urls, stage.stage_dir, config, map_step, stage_shard_bytes(self.parent))
-        charts |= cluster_sizes_chart(done.clusters)
         shuffled = remove_folder(stage.path("work"))
         stats = summed_stats(done.applied)
         stats.seconds = sum(step["task_seconds"] for step in timings)   # every step's tasks, not only apply's
