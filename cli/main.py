@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         from services.temporary_server import start_temporary_server
 
         start_temporary_server()     # comes up while the flows are imported
+        if recipe is not None and not recipe.dask.address:
+            from flows.dask_cluster import start_forkserver
+
+            start_forkserver()           # its LocalCluster's workers come from it: it imports while Prefect starts
     log = None
     if quiet:
         from flows.console import leave_failures_to_the_report, log_to_file

@@ -40,8 +40,9 @@ WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", *LIBRARY_PRELOA
 # LIBRARY_PRELOAD once, instead of each spawned interpreter importing it: on 2 cores a cluster was up in ~3 s instead
 # of ~6, a process's next cluster in ~0.2 s, and one closed in ~0.1 s instead of ~2. Prefect's task engine is not
 # among them: Prefect reads its settings (the API's URL, which a worker gets in its environment) when imported, so
-# each worker imports it after the fork. The forkserver starts at the first worker's start, inside the nanny's
-# pre-spawn environment (OMP_NUM_THREADS=1 and the like, PYTHONHASHSEED), so workers see what spawned ones would.
+# each worker imports it after the fork (unless `start_forkserver` started the forkserver early, the URL known). The
+# forkserver starts at the first worker's start, inside the nanny's pre-spawn environment (OMP_NUM_THREADS=1 and the
+# like, PYTHONHASHSEED), so workers see what spawned ones would.
 FORKSERVER_CONFIG = {"distributed.worker.multiprocessing-method": "forkserver"}
 # The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a
 # worker of one thread, so a call could wait behind a long one (a chart, a large shard) while another worker sat
@@ -102,12 +103,52 @@ class RunCluster:
         return cluster.scheduler_address
 
 
-def _preload_forkserver() -> None:
+def start_forkserver() -> None:
+    """Start the forkserver this process's LocalCluster workers are forked from, now and in the background, in the
+    environment a nanny starts it in, with WORKER_PRELOAD: it imports the stages' libraries and Prefect's task engine
+    while this process waits on something else (`sluice run`: its temporary Prefect server, ~3 s), so that the
+    first stage's cluster is up in ~0.6 s instead of ~2.6. Prefect may be imported there because PREFECT_API_URL,
+    which Prefect reads when imported, is set already and is what the workers get. Nothing else starts; no effect
+    once the forkserver runs."""
+    import multiprocessing.forkserver
+
+    import dask
+    import distributed  # noqa: F401  (its config defaults, which the blocks below set over and restore)
+
+    with dask.config.set(WORKER_CONFIG):
+        environment = _pre_spawn_environment()
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        with dask.config.set(FORKSERVER_CONFIG):
+            _preload_forkserver(WORKER_PRELOAD)
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
+
+
+def _pre_spawn_environment() -> dict[str, str]:
+    """What a Dask nanny sets in its process before starting a worker process (distributed.nanny.Nanny's
+    `pre_spawn_env`: the configured variables, the process's own value first, and a fixed hash seed)."""
+    import dask
+
+    configured = dask.config.get("distributed.nanny.pre-spawn-environ")
+    environment = {name: os.environ.get(name, str(value)) for name, value in configured.items() if value is not None}
+    if environment.get("PYTHONHASHSEED") in (None, "0"):
+        environment["PYTHONHASHSEED"] = "6640"
+    return environment
+
+
+def _preload_forkserver(modules: tuple[str, ...] = LIBRARY_PRELOAD) -> None:
     """The modules the forkserver imports when it starts (no effect once it runs). Dask's multiprocessing context
     sets its own list (distributed and every optional package it knows) on its first use, so it is used first."""
     from distributed.utils import get_mp_context
 
-    get_mp_context().set_forkserver_preload(["distributed", *LIBRARY_PRELOAD])
+    get_mp_context().set_forkserver_preload(["distributed", *modules])
 
 
 @contextmanager

@@ -111,3 +111,49 @@ def test_a_run_whose_stages_are_all_in_the_store_starts_no_localcluster(data_dir
     run = curation_flow(recipe)
     assert run["dask_scheduler"] is None
     assert run["stages"]["extract"]["cached"] and run["stages"]["extract"]["digest"] == made["digest"]
+
+
+EARLY_FORKSERVER_SCRIPT = """
+import multiprocessing.forkserver, os, sys
+
+from distributed import Client
+
+from configs.schema import DaskConfig
+from flows.dask_cluster import WORKER_PRELOAD, dask_cluster, start_forkserver
+
+
+def seen():
+    from prefect.settings import get_current_settings
+    from threadpoolctl import threadpool_info
+
+    return (os.getppid(), get_current_settings().api.url, os.environ.get("OMP_NUM_THREADS"),
+            os.environ.get("PYTHONHASHSEED"), sorted({pool["num_threads"] for pool in threadpool_info()}),
+            all(module in sys.modules for module in WORKER_PRELOAD))
+
+
+if __name__ == "__main__":
+    os.environ["PREFECT_API_URL"] = sys.argv[1]
+    start_forkserver()
+    forkserver = multiprocessing.forkserver._forkserver._forkserver_pid     # started, before any cluster
+    before = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "PYTHONHASHSEED")}
+    with dask_cluster(DaskConfig(n_workers=2)) as cluster, Client(cluster.address) as client:
+        print(repr((forkserver, before, list(client.run(seen).values()))))
+"""
+
+
+def test_workers_forked_from_the_forkserver_sluice_run_starts_early_are_as_a_nannys(tmp_path):
+    """`sluice run` starts the forkserver while its Prefect server comes up (flows.dask_cluster.start_forkserver), with
+    Prefect's task engine imported there too: the cluster's workers are forked from it and still read the run's API,
+    one BLAS thread and the nanny's hash seed, and this process's environment is left as it was."""
+    script = tmp_path / "early_forkserver.py"
+    script.write_text(EARLY_FORKSERVER_SCRIPT)
+    api = "http://127.0.0.1:9/api"
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("OMP_NUM_THREADS", "PYTHONHASHSEED", "PREFECT_API_URL")}
+    out = subprocess.run([sys.executable, str(script), api], env=environment | {"PYTHONPATH": os.getcwd()},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    forkserver, before, workers = eval(out.stdout.strip().splitlines()[-1])
+    assert before == {"OMP_NUM_THREADS": None, "PYTHONHASHSEED": None}
+    assert forkserver and len(workers) == 2, (forkserver, workers)
+    assert all(worker == (forkserver, api, "1", "6640", [1], True) for worker in workers), (forkserver, workers)
