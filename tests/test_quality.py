@@ -59,6 +59,22 @@ def test_stop_words_follow_the_document_language(bad_words):
     assert _attributes(GERMAN, "sw", bad_words)["gopher_stop_words"] is None    # no list: rule not applied
 
 
+def test_bad_words_are_found_between_non_word_characters_as_cs_regex_finds_them(bad_words):
+    """C4's rule: an entry of the language's list with a non-word character or the text's end on each side (words,
+    and phrases such as "ball gag"); inside another word it is not one. Without spaces (Japanese), anywhere."""
+    from tasks.quality.c4 import has_bad_words
+
+    found = {text: has_bad_words(text, "en", bad_words) for text in (
+        "Our BALL GAG review.", "a ball  gag", "the ballgag", "(anal)", "analysis and canal", "2 girls 1 cup!",
+        "plain prose about a ball game")}
+    assert found == {"Our BALL GAG review.": True, "a ball  gag": False, "the ballgag": False, "(anal)": True,
+                     "analysis and canal": False, "2 girls 1 cup!": True, "plain prose about a ball game": False}
+    japanese = next(word for word in open(f"{bad_words}/ja", encoding="utf-8").read().split() if len(word) > 1)
+    assert has_bad_words(f"これは{japanese}です", "ja", bad_words)
+    assert not has_bad_words("これは本です", "ja", bad_words)
+    assert has_bad_words("anything", "sw", bad_words) is None
+
+
 def test_real_prose_passes_every_heuristic_and_repeated_boilerplate_fails(data_dir, bad_words):
     prose = _reference_text(data_dir, "austen-emma.txt")[20_000:40_000]
     row = _attributes(prose, "en", bad_words)
