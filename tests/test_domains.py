@@ -92,6 +92,10 @@ def test_each_source_is_one_topic_and_a_documents_domain_ignores_its_shard_and_t
 
 def test_the_cards_count_the_output_and_show_the_clusters(documents, tmp_path):
     domains, result = domains_of([documents[:36], documents[36:]], str(tmp_path), sample=1000)   # all of them
+    # every shard's sample is the whole shard: its features were read from the sample, to what computing them gives
+    model = DomainModel.load(f"{os.path.dirname(result['manifest'])}/{MODEL_FILE}")
+    assigned = zip(documents, *model.assign([doc["text"] for doc in documents]))
+    assert {doc["id"]: (int(topic), int(format_)) for doc, topic, format_ in assigned} == domains
     report = StageReport.load(StageReport.folder_of(os.path.dirname(result["manifest"])))
     for kind, key in (("topics", "topic"), ("formats", "format")):
         rows = report.tables[kind]

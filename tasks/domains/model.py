@@ -42,14 +42,15 @@ class DomainModel:
     def load(cls, url: str) -> DomainModel:
         return cls(**load_arrays(url))
 
-    def topic_vectors(self, texts: list[str]) -> np.ndarray:
-        counts = word_vectorizer(self.idf.size).transform(texts).astype(np.float64)
-        return _unit(_unit_rows(_tf_idf(counts, self.idf)) @ self.components.T)
-
     def assign(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(topic, format) of each text: the nearest centroid of each clustering."""
-        topics = (self.topic_vectors(texts) @ self.topic_centroids.T).argmax(1)
-        standardised = (format_matrix(texts) - self.format_mean) / self.format_scale
+        return self.assign_features(word_vectorizer(self.idf.size).transform(texts), format_matrix(texts))
+
+    def assign_features(self, counts: sparse.csr_matrix, formats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`assign` of texts given by their hashed word counts and format vectors (`sample_features`' first two)."""
+        vectors = _unit(_unit_rows(_tf_idf(counts.astype(np.float64), self.idf)) @ self.components.T)
+        topics = (vectors @ self.topic_centroids.T).argmax(1)
+        standardised = (formats - self.format_mean) / self.format_scale
         distances = ((standardised[:, None, :] - self.format_centroids[None]) ** 2).sum(-1)
         return topics.astype(np.int32), distances.argmin(1).astype(np.int32)
 
@@ -58,7 +59,7 @@ class DomainModel:
 class FittedDomains:
     """The model, and what it makes of the sample it was fitted on (the cards read these)."""
     model: DomainModel
-    topic_vectors: np.ndarray       # (sample, components), unit rows: `model.topic_vectors` of the sample
+    topic_vectors: np.ndarray       # (sample, components), unit rows: the sample's topic vectors
     formats: np.ndarray             # (sample, format features), standardised by the model
 
 
