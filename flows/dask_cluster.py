@@ -40,9 +40,9 @@ WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", *LIBRARY_PRELOA
 # LIBRARY_PRELOAD once, instead of each spawned interpreter importing it: on 2 cores a cluster was up in ~3 s instead
 # of ~6, a process's next cluster in ~0.2 s, and one closed in ~0.1 s instead of ~2. Prefect's task engine is not
 # among them: Prefect reads its settings (the API's URL, which a worker gets in its environment) when imported, so
-# each worker imports it after the fork (unless `start_forkserver` started the forkserver early, the URL known). The
-# forkserver starts at the first worker's start, inside the nanny's pre-spawn environment (OMP_NUM_THREADS=1 and the
-# like, PYTHONHASHSEED), so workers see what spawned ones would.
+# each worker imports it after the fork. The forkserver starts at the first worker's start (or earlier:
+# `start_forkserver`), inside the nanny's pre-spawn environment (OMP_NUM_THREADS=1 and the like, PYTHONHASHSEED), so
+# workers see what spawned ones would.
 FORKSERVER_CONFIG = {"distributed.worker.multiprocessing-method": "forkserver"}
 # The scheduler gives a worker only as many tasks as it has threads. Dask's default (1.1) rounds up to two for a
 # worker of one thread, so a call could wait behind a long one (a chart, a large shard) while another worker sat
@@ -105,11 +105,12 @@ class RunCluster:
 
 def start_forkserver() -> None:
     """Start the forkserver this process's LocalCluster workers are forked from, now and in the background, in the
-    environment a nanny starts it in, with WORKER_PRELOAD: it imports the stages' libraries and Prefect's task engine
-    while this process waits on something else (`sluice run`: its temporary Prefect server, ~3 s), so that the
-    first stage's cluster is up in ~0.6 s instead of ~2.6. Prefect may be imported there because PREFECT_API_URL,
-    which Prefect reads when imported, is set already and is what the workers get. Nothing else starts; no effect
-    once the forkserver runs."""
+    environment a nanny starts it in: it imports the stages' libraries while this process waits on something else
+    (`sluice run`: its temporary Prefect server, ~3 s with a core idle), so that the first stage's cluster is up
+    sooner (from the command to the cluster ~0.7-1 s less on the 1x bench corpus). Prefect stays out of it as
+    before: with Prefect's task engine imported there too the cluster was up ~1.3 s sooner still, but its workers
+    extracted ~5% slower (9.2-9.5 s against 8.8-9.0 s, 3 A B pairs), which at 4x cost more than it saved. Nothing
+    else starts; no effect once the forkserver runs."""
     import multiprocessing.forkserver
 
     import dask
@@ -121,7 +122,7 @@ def start_forkserver() -> None:
     os.environ.update(environment)
     try:
         with dask.config.set(FORKSERVER_CONFIG):
-            _preload_forkserver(WORKER_PRELOAD)
+            _preload_forkserver()
         multiprocessing.forkserver.ensure_running()
     finally:
         for name, value in saved.items():
@@ -143,12 +144,12 @@ def _pre_spawn_environment() -> dict[str, str]:
     return environment
 
 
-def _preload_forkserver(modules: tuple[str, ...] = LIBRARY_PRELOAD) -> None:
+def _preload_forkserver() -> None:
     """The modules the forkserver imports when it starts (no effect once it runs). Dask's multiprocessing context
     sets its own list (distributed and every optional package it knows) on its first use, so it is used first."""
     from distributed.utils import get_mp_context
 
-    get_mp_context().set_forkserver_preload(["distributed", *modules])
+    get_mp_context().set_forkserver_preload(["distributed", *LIBRARY_PRELOAD])
 
 
 @contextmanager

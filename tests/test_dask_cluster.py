@@ -142,9 +142,9 @@ if __name__ == "__main__":
 
 
 def test_workers_forked_from_the_forkserver_sluice_run_starts_early_are_as_a_nannys(tmp_path):
-    """`sluice run` starts the forkserver while its Prefect server comes up (flows.dask_cluster.start_forkserver), with
-    Prefect's task engine imported there too: the cluster's workers are forked from it and still read the run's API,
-    one BLAS thread and the nanny's hash seed, and this process's environment is left as it was."""
+    """`sluice run` starts the forkserver while its Prefect server comes up (flows.dask_cluster.start_forkserver): the
+    cluster's workers are forked from it and read the run's API, one BLAS thread and the nanny's hash seed, with
+    every preloaded module, and this process's environment is left as it was."""
     script = tmp_path / "early_forkserver.py"
     script.write_text(EARLY_FORKSERVER_SCRIPT)
     api = "http://127.0.0.1:9/api"
