@@ -22,7 +22,12 @@ from tasks.extract.block_selector import kept_by_main_content, selected_blocks
 from tasks.extract.boilerplate_classifier import without_boilerplate
 
 _TAG = re.compile(r"<(/?)([a-z0-9]+)[^>]*>")
-_BLOCK_TAGS = frozenset({"p", "li", "ul", "ol", "pre", "br", "h1", "h2", "h3", "h4", "h5", "h6"})
+# What each tag of resiliparse's minimal HTML does to the block being read (parse_blocks), by one dict lookup: a link
+# opens or closes, the others end the block; of those a list also opens or closes a list, <pre> preformatting, and
+# an opening heading or list item starts a block of its kind; <br> keeps the heading level. Other tags: nothing.
+_LINK, _BLOCK, _LIST, _PRE, _HEADING, _LIST_ITEM, _BREAK = range(1, 8)
+_TAG_KINDS = {"a": _LINK, "p": _BLOCK, "ul": _LIST, "ol": _LIST, "pre": _PRE, "li": _LIST_ITEM, "br": _BREAK,
+              **{f"h{level}": _HEADING for level in range(1, 7)}}
 
 
 def html_to_text(html: str, config: HtmlTextConfig) -> str:
@@ -156,6 +161,7 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
     prefix = ""
     in_link = preformatted = block_preformatted = False
     lists: list[list] = []  # open <ul>/<ol>: [tag, items seen]
+    kind_of, unescape, tags = _TAG_KINDS.get, html_entities.unescape, len(names)   # locals: read at every tag
 
     def finish() -> None:
         joined = "".join(parts)
@@ -166,7 +172,9 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
 
     for index, text in enumerate(texts):  # the text before tag `index`, the tag
         if text:
-            for number, line in enumerate(html_entities.unescape(text).split("\n")):
+            if "&" in text:
+                text = unescape(text)
+            for number, line in enumerate(text.split("\n") if "\n" in text else (text,)):
                 if number:  # a line break inside a block starts a new block of the same kind
                     if parts:
                         finish()
@@ -176,29 +184,32 @@ def parse_blocks(markup: str, list_bullets: bool = True) -> list[Block]:
                     parts.append(line)
                     if in_link:
                         link_chars += len(line.strip())
-        if index == len(names):
+        if index == tags:
             break
-        value, opening = names[index], not closing[index]
-        if value == "a":
+        kind = kind_of(names[index])
+        if kind is None:
+            continue
+        opening = not closing[index]
+        if kind == _LINK:
             in_link = opening and index in real_links
-        elif value in _BLOCK_TAGS:
-            if value == "pre":
-                preformatted = opening
-            if value in ("ul", "ol"):
-                if opening:
-                    lists.append([value, 0])
-                elif lists:
-                    lists.pop()
-            if parts:
-                finish()
-                parts, link_chars = [], 0
-            prefix, block_preformatted = "", preformatted
-            if value != "br":
-                heading_level = 0
-            if opening and value[0] == "h" and value != "br":
-                heading_level = int(value[1])
-            elif opening and value == "li" and list_bullets:
-                prefix = _bullet(lists)
+            continue
+        if kind == _PRE:
+            preformatted = opening
+        elif kind == _LIST:
+            if opening:
+                lists.append([names[index], 0])
+            elif lists:
+                lists.pop()
+        if parts:
+            finish()
+            parts, link_chars = [], 0
+        prefix, block_preformatted = "", preformatted
+        if kind != _BREAK:
+            heading_level = 0
+        if opening and kind == _HEADING:
+            heading_level = int(names[index][1])
+        elif opening and kind == _LIST_ITEM and list_bullets:
+            prefix = _bullet(lists)
     finish()
     return blocks
 
