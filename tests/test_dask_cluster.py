@@ -3,6 +3,7 @@ worker while another worker is free, and the workers come up with the libraries 
 import."""
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -153,7 +154,7 @@ def test_workers_forked_from_the_forkserver_sluice_run_starts_early_are_as_a_nan
     out = subprocess.run([sys.executable, str(script), api], env=environment | {"PYTHONPATH": os.getcwd()},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    forkserver, before, workers = eval(out.stdout.strip().splitlines()[-1])
+    forkserver, before, workers = ast.literal_eval(out.stdout.strip().splitlines()[-1])
     assert before == {"OMP_NUM_THREADS": None, "PYTHONHASHSEED": None}
     assert forkserver and len(workers) == 2, (forkserver, workers)
     assert all(worker == (forkserver, api, "1", "6640", [1], True) for worker in workers), (forkserver, workers)
