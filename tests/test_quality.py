@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import random
+import re
 from collections import Counter
 
 import numpy as np
@@ -228,6 +229,18 @@ def _webtext_classifier(data_dir, tmp_path, examples_per_class: int) -> tuple[di
     return train_quality_classifier([shard], str(tmp_path), config, {
         "positives": [str(data_dir / "quality_labelled" / "cs336_fixtures" / "high_quality_wiki_reference.txt")],
         "negatives": [str(data_dir / "quality_labelled" / "nltk_webtext" / "pirates.txt")]}), shard, config
+
+
+def test_the_classifiers_examples_are_one_lower_cased_line_whatever_the_whitespace():
+    """Every Unicode whitespace character (str.isspace, which is what the regex \\s matches) separates words, runs
+    of them become one space, none is left at either end."""
+    import sys
+
+    from tasks.quality.classifier import example_text
+
+    spaces = "".join(chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace())
+    assert len(spaces) == 29 and re.findall(r"\s", spaces) == list(spaces)
+    assert example_text(f"{spaces}Hello{spaces}WORLD\u00a0again\n\n{spaces}") == "hello world again"
 
 
 def test_classifier_trains_in_the_pipeline_and_separates_held_out_text(data_dir, tmp_path):

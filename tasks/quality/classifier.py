@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -28,13 +27,13 @@ MORE_EXAMPLES = {POSITIVE: "add reference text (quality.classifier.positives)",
                  NEGATIVE: "add input (the raw extracted pages are the other class)"}
 CALIBRATION_SUFFIX = ".calibration.json"          # beside the model: Platt's a and b
 REPORT_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 0.9)
-_SPACES = re.compile(r"\s+")
 MAX_EXAMPLE_CHARS = 10_000
 
 
 def example_text(text: str) -> str:
-    """One line of lower-cased text, the form the classifier trains and predicts on."""
-    return _SPACES.sub(" ", text[:MAX_EXAMPLE_CHARS].lower()).strip()
+    """One line of lower-cased text, the form the classifier trains and predicts on: runs of whitespace as one
+    space (str.split's whitespace is the regex `\\s`'s; splitting took a third of the time of substituting)."""
+    return " ".join(text[:MAX_EXAMPLE_CHARS].lower().split())
 
 
 def chunk_lines(lines: list[str], chunk_chars: int) -> list[str]:
@@ -58,9 +57,10 @@ def seeded_rank(text: str, seed: int) -> float:
 
 
 def train_classifier(positives: list[str], negatives: list[str], model_path: str,
-                     config: ClassifierConfig) -> dict:
+                     config: ClassifierConfig) -> tuple[dict, "QualityClassifier"]:
     """Train on the non-held-out examples, save the model and its calibration (fitted on one half of the held-out
-    examples), and return precision / recall / AUC / calibration error on the other half."""
+    examples); precision / recall / AUC / calibration error on the other half, and the calibrated classifier (the
+    64 MB model read once)."""
     examples = _balanced(positives, POSITIVE, config) + _balanced(negatives, NEGATIVE, config)
     in_heldout = [seeded_rank(text, config.seed + 1) < config.heldout_fraction for _, text in examples]
     heldout = [example for example, held in zip(examples, in_heldout) if held]
@@ -76,10 +76,11 @@ def train_classifier(positives: list[str], negatives: list[str], model_path: str
     os.replace(model_path + ".tmp", model_path)
     fitting = [example for example in heldout if seeded_rank(example[1], config.seed + 2) < 0.5]
     measuring = [example for example in heldout if seeded_rank(example[1], config.seed + 2) >= 0.5]
-    calibration = _calibrate(QualityClassifier(model_path), fitting, model_path)
-    metrics = evaluate(QualityClassifier(model_path), [text for label, text in measuring if label == POSITIVE],
+    classifier = QualityClassifier(model_path)
+    classifier.calibration = _calibrate(classifier, fitting, model_path)     # what the file it wrote holds
+    metrics = evaluate(classifier, [text for label, text in measuring if label == POSITIVE],
                        [text for label, text in measuring if label == NEGATIVE])
-    return {"train_examples": len(train), "calibration": calibration, "heldout": metrics}
+    return {"train_examples": len(train), "calibration": classifier.calibration, "heldout": metrics}, classifier
 
 
 def _train_supervised(path: str, config: ClassifierConfig, output: str) -> None:
@@ -121,8 +122,9 @@ def evaluate(classifier: "QualityClassifier", positives: list[str], negatives: l
     """Precision and recall of `hq_prob` at `threshold` and at each of REPORT_THRESHOLDS, ROC AUC, and the
     reliability of the probabilities with and without calibration, on labelled texts."""
     texts = positives + negatives
-    scores = np.array([classifier.hq_prob(text) for text in texts])
-    raw = np.array([classifier.hq_prob(text, calibrate=False) for text in texts])
+    predicted = [classifier.raw_probability(text) for text in texts]
+    scores = np.array([classifier.rounded(probability) for probability in predicted])
+    raw = np.array([classifier.rounded(probability, calibrate=False) for probability in predicted])
     labels = np.array([1] * len(positives) + [0] * len(negatives))
     return {"positives": len(positives), "negatives": len(negatives), "threshold": threshold,
             **precision_recall(scores, labels, threshold), "auc": roc_auc(labels, scores),
@@ -170,8 +172,15 @@ class QualityClassifier:
 
     def hq_prob(self, text: str, calibrate: bool = True) -> float:
         """The probability that `text` is high quality: calibrated when the model has a calibration."""
+        return self.rounded(self.raw_probability(text), calibrate)
+
+    def raw_probability(self, text: str) -> float:
+        """The model's own probability of the high-quality label, unrounded."""
         labels, probs = self.model.predict(example_text(text), k=2)
-        probability = float(dict(zip(labels, probs)).get(POSITIVE, 0.0))
+        return float(dict(zip(labels, probs)).get(POSITIVE, 0.0))
+
+    def rounded(self, probability: float, calibrate: bool = True) -> float:
+        """`hq_prob` of a text from its raw probability."""
         if calibrate and self.calibration:
             probability = calibrated(probability, self.calibration["a"], self.calibration["b"])
         return round(probability, 5)

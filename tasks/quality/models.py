@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from configs.quality import ClassifierConfig, KenlmConfig
 from storage.document_shard import read_documents
-from tasks.quality.classifier import (CALIBRATION_SUFFIX, QualityClassifier, chunk_lines, evaluate, seeded_rank,
+from tasks.quality.classifier import (CALIBRATION_SUFFIX, chunk_lines, evaluate, seeded_rank,
                                      train_classifier)
 from tasks.quality.perplexity import REBUILD_HINT, KenlmModelFiles, ModelFileError, train_kenlm
 from tasks.quality.reference import read_reference, reference_files, without_heldout
@@ -67,8 +67,7 @@ def train_quality_classifier(negative_shards: list[str], models_dir: str, config
     positives = chunk_lines(lines, config.positive_chunk_chars)
     negatives = _sample_documents(negative_shards, config.max_examples_per_class, config.seed)
     model_path = os.path.join(models_dir, CLASSIFIER_FILE)
-    result = train_classifier(positives, negatives, model_path, config)
-    classifier = QualityClassifier(model_path)
+    result, classifier = train_classifier(positives, negatives, model_path, config)
     external = {}
     if evaluation.get("positives") or evaluation.get("negatives"):
         external = evaluate(classifier, _labelled_examples(evaluation.get("positives", []), config),

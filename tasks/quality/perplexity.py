@@ -89,11 +89,20 @@ def train_kenlm(lines: list[str], out_dir: str, lang: str, config: KenlmConfig) 
                 handle.write(" ".join(model.encode(text, out_type=str)) + "\n")
         arpa = os.path.join(tmp, "model.arpa")
         # --discount_fallback: small reference corpora lack the count-of-counts Kneser-Ney needs.
-        _run([lmplz, "-o", str(config.order), "-S", "20%", "-T", tmp, "--discount_fallback",
-              "--prune", *map(str, config.prune[:config.order])], stdin=corpus, stdout=arpa)
+        _run([lmplz, "-o", str(config.order), "-S", f"{_sort_memory(os.path.getsize(corpus))}K", "-T", tmp,
+              "--discount_fallback", "--prune", *map(str, config.prune[:config.order])], stdin=corpus, stdout=arpa)
         _run([build_binary, arpa, files.kenlm + ".tmp"])
         os.replace(files.kenlm + ".tmp", files.kenlm)
     return files
+
+
+def _sort_memory(corpus_bytes: int) -> int:
+    """lmplz's sort memory (-S) in KiB: 40 times the corpus, at least 256 MiB, at most a fifth of the machine's
+    memory (lmplz's own "20%", given before). lmplz's time grows with the memory it is given, whatever the corpus
+    needs: 0.93 s at 20% of 24 GB against 0.54 s at 256 MiB for the 6.4 MB default reference, the same ARPA file;
+    past it the sort spills to the temporary folder (-T)."""
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min(max(256 << 20, 40 * corpus_bytes), machine // 5) >> 10
 
 
 def _train_sentencepiece(lines: list[str], model_path: str, vocab_size: int) -> spm.SentencePieceProcessor:
