@@ -31,10 +31,11 @@ WORKER_CONFIG_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",   # 
                      "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON": "{'MALLOC_TRIM_THRESHOLD_': None}"}
 # pyarrow imports pandas (~0.25 s) the first time a worker builds an array from a list, which every stage's first
 # call on each worker did: dedup's features calls took 0.65 s first against 0.33 s after on 2 workers.
-# datasketch is imported where the signatures are computed (tasks/dedup/minhash.py), so named here.
+# datasketch is imported where the signatures are computed (tasks/dedup/minhash.py), so named here; the domain
+# model's scikit-learn (~0.4 s a worker, at the domains stage's first call) in its calls, so its module is named.
 LIBRARY_PRELOAD = ("tasks.extract.task", "tasks.dedup.task", "datasketch", "tasks.tokenize.task",
-                   "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task", "matplotlib.figure",
-                   "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
+                   "tasks.mixture.task", "tasks.quality.task", "tasks.evaluation.task", "tasks.domains.model",
+                   "matplotlib.figure", "matplotlib.backends.backend_agg", "pyarrow.pandas_compat", "pyarrow.dataset")
 WORKER_PRELOAD = ("flows.worker_console", "prefect.task_engine", *LIBRARY_PRELOAD)
 # A LocalCluster's workers are forked from one process (multiprocessing's forkserver) that has imported
 # LIBRARY_PRELOAD once, instead of each spawned interpreter importing it: on 2 cores a cluster was up in ~3 s instead
