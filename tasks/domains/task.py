@@ -2,7 +2,8 @@
 once on the whole sample, then give every document of each shard its topic and format. Each call records its result
 beside its output (tasks.resumable), so a killed run resumes.
 
-scikit-learn (~2 s to import) is imported in the calls, on the workers: the flow process only names them."""
+scikit-learn (~2 s to import) is imported in the calls, on the workers (which preload it: flows/dask_cluster.
+LIBRARY_PRELOAD): the flow process only names them."""
 from __future__ import annotations
 
 import hashlib
