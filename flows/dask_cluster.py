@@ -13,6 +13,7 @@ from prefect.settings import get_current_settings
 
 from configs.schema import DaskConfig
 from flows.main_guard import check_main_guard
+from storage.environment import added_environment
 
 # Imported by each LocalCluster worker while the cluster starts (in parallel, counted as start-up), so the
 # first task of a stage does not pay for importing Prefect's task engine and the extraction libraries, nor a
@@ -119,18 +120,9 @@ def start_forkserver() -> None:
 
     with dask.config.set(WORKER_CONFIG):
         environment = _pre_spawn_environment()
-    saved = {name: os.environ.get(name) for name in environment}
-    os.environ.update(environment)
-    try:
-        with dask.config.set(FORKSERVER_CONFIG):
-            _preload_forkserver()
+    with added_environment(environment), dask.config.set(FORKSERVER_CONFIG):
+        _preload_forkserver()
         multiprocessing.forkserver.ensure_running()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                del os.environ[name]
-            else:
-                os.environ[name] = value
 
 
 def _pre_spawn_environment() -> dict[str, str]:

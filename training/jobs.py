@@ -20,9 +20,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
+
+from storage.environment import added_environment
 
 IDLE_S = 300.0          # a warm trainer no flow has used this long is not coming back to
 POLL_S = 0.05
@@ -44,27 +45,12 @@ def serve(folder: str, train: Callable) -> None:
     store, _, _ = next(dist.rendezvous("env://"))
     index = 0
     while (job := _next_job(job_file(folder, index))) is not None:
-        with _added_environment(job["env"]):
+        with added_environment(job["env"]):
             train(load_training_config(job["config"]), dist.PrefixStore(f"job-{index}", store))
         _reset_process_state()
         if rank == 0:
             print(json.dumps({DONE_KEY: index}), flush=True)
         index += 1
-
-
-@contextmanager
-def _added_environment(added: dict[str, str]) -> Iterator[None]:
-    """`added` in the environment for the block's duration, each variable's value before restored after."""
-    before = {name: os.environ.get(name) for name in added}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _next_job(path: Path) -> dict | None:
